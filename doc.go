@@ -1,0 +1,52 @@
+// Package dlock provides distributed locks on Redis that are correct under
+// faults: only the holder can release or refresh a lock, every holding gets
+// a fencing token, and every call answers within its context's deadline.
+//
+// A Client keeps locks on one Redis deployment, given as a go-redis client:
+// a single server, a primary watched by Sentinel, or a Cluster.
+//
+//	locker := dlock.New(rdb)
+//	lock, err := locker.Obtain(ctx, "report:2026-11-21", 30*time.Second)
+//	if err != nil {
+//		return err // errors.Is(err, dlock.ErrNotObtained): someone else has it
+//	}
+//	defer lock.Release(context.WithoutCancel(ctx))
+//
+// # Guarantees
+//
+//   - Mutual exclusion on one Redis server: while a lock's key exists with
+//     our token, no other Obtain, and no plain SET key value NX client (such
+//     as redis-py's Lock), can take it.
+//   - Release, Refresh and TTL act only if the key still holds our token
+//     (compare and act in one Lua script), so a holder whose lock expired
+//     can never release or extend the next holder's lock: it gets ErrNotHeld.
+//   - Tokens are 128 bits from crypto/rand.
+//   - Fence numbers strictly increase per key across holders, across the
+//     key's expiry, and across a restart of Redis without persistence, as
+//     long as the server's clock does not step backwards.
+//   - Acquire, release and refresh are one round trip each. Scripts run with
+//     EVALSHA and fall back to EVAL when the server lost them (restart,
+//     SCRIPT FLUSH).
+//   - Every call returns by the time its context is done, even if Redis hangs.
+//     An acquire whose reply is lost, or arrives after its caller gave up, is
+//     released in the background (Close waits for that).
+//
+// # Limits
+//
+// A lock is a lease: it ends when its time to live runs out, whether or not
+// the holder is done, and a holder paused longer than that (garbage
+// collection, a stopped VM) resumes without knowing. Until tells when to stop
+// trusting the lock; fencing tokens let the protected resource reject a
+// late writer. Redis itself can lose a lock: a restart without persistence,
+// or a failover to a replica that had not received the key yet. Keep
+// maxmemory-policy at noeviction, since every lock key has an expiry and
+// volatile-* and allkeys-* policies may evict it.
+//
+// # Keys
+//
+// A lock uses its key as given, so other clients see and respect it, plus
+// two side keys in the key's Cluster slot: "dlock:fence..." keeps the last
+// fence for the lock's ttl, and "dlock:chan..." is the channel a release is
+// published on. Lock keys may be any bytes, including binary data and
+// Unicode; keys of any other Redis type are refused with ErrWrongType.
+package dlock

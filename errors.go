@@ -1,0 +1,69 @@
+package dlock
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Errors returned by this package. They are wrapped with the key and, for
+// Redis failures, the node; test for them with errors.Is.
+var (
+	// ErrNotObtained means another holder has the lock. Obtain returns it,
+	// joined with the context's error, when the context ends while it waits.
+	ErrNotObtained = errors.New("dlock: not obtained")
+
+	// ErrNotHeld means the lock is no longer ours: it expired, was released,
+	// or was deleted or taken over by someone else. Release and Refresh
+	// return it and leave the key untouched.
+	ErrNotHeld = errors.New("dlock: not held")
+
+	// ErrInvalidKey means the key is empty.
+	ErrInvalidKey = errors.New("dlock: invalid key")
+
+	// ErrInvalidTTL means a time to live under one millisecond, the
+	// resolution of Redis expiry.
+	ErrInvalidTTL = errors.New("dlock: invalid ttl")
+
+	// ErrWrongType means the key exists but holds a value of another Redis
+	// type (a hash, a list, ...), so it is not a lock and never will be one.
+	ErrWrongType = errors.New("dlock: key holds another type")
+
+	// ErrNilClient means New was given a nil Redis client.
+	ErrNilClient = errors.New("dlock: nil redis client")
+
+	// ErrInvalidOption means an option was given a value it cannot use.
+	ErrInvalidOption = errors.New("dlock: invalid option")
+
+	// ErrClosed means the Client was closed.
+	ErrClosed = errors.New("dlock: client closed")
+)
+
+// NodeError is a failure to talk to one Redis deployment: a network error,
+// a timeout, or an error reply. Err is what the client returned.
+type NodeError struct {
+	Node string // the address of the node, or a description of the deployment
+	Op   string // "acquire", "release", "refresh" or "ttl"
+	Key  string // the lock key
+	Err  error
+}
+
+// Error describes the failed operation, the key and the node.
+func (e *NodeError) Error() string {
+	return fmt.Sprintf("dlock: %s %s on %s: %v", e.Op, quoteKey(e.Key), e.Node, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// maxQuotedKey is how much of a key error messages show.
+const maxQuotedKey = 64
+
+// quoteKey quotes a key for an error message, shortened if it is long, so a
+// one-megabyte key does not become a one-megabyte message.
+func quoteKey(key string) string {
+	if len(key) <= maxQuotedKey {
+		return strconv.Quote(key)
+	}
+	return strconv.Quote(key[:maxQuotedKey]) + "... (" + strconv.Itoa(len(key)) + " bytes)"
+}

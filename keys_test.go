@@ -1,0 +1,94 @@
+package dlock
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/dlock-go/dlock/redistest"
+)
+
+func sampleKeys() []string {
+	keys := []string{
+		"k", "order:42", "{user:7}:cart", "a{}b", "a}b", "a{b", "}{", "{}", "{a", "a}", "}",
+		"{{a}}", "x{y}z{w}", "订单:支付", "\x00\xff", strings.Repeat("z", 1000) + "}",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte("ab{}:\x00")
+	for range 300 {
+		b := make([]byte, 1+rng.IntN(12))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		keys = append(keys, string(b))
+	}
+	return keys
+}
+
+// Every side key must hash to its lock key's slot, as Redis Cluster itself
+// computes it, or the scripts fail with CROSSSLOT on a Cluster.
+func TestSideKeysShareTheSlot(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"))
+	rdb := srv.Client()
+	ctx := context.Background()
+	slot := func(key string) int64 {
+		t.Helper()
+		n, err := rdb.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			t.Fatalf("CLUSTER KEYSLOT %q: %v", key, err)
+		}
+		return n
+	}
+	for _, key := range sampleKeys() {
+		want := slot(key)
+		if got := int64(keySlot(key)); got != want {
+			t.Errorf("keySlot(%q) = %d, Redis says %d", key, got, want)
+		}
+		for _, kind := range []string{fenceKind, channelKind} {
+			side := sideKey(kind, key)
+			if got := slot(side); got != want {
+				t.Errorf("sideKey(%s, %q) = %q in slot %d, want the key's slot %d", kind, key, side, got, want)
+			}
+		}
+	}
+}
+
+// No two lock keys share a side key, and no side key is a lock key's own.
+func TestSideKeysAreDistinct(t *testing.T) {
+	t.Parallel()
+	owner := map[string]string{}
+	keys := append(sampleKeys(), "{k}", "{k}:x", "dlock:fence{k}", "dlock:fence:{k}")
+	for _, key := range keys {
+		side := sideKey(fenceKind, key)
+		if side == key {
+			t.Errorf("sideKey(%q) is the key itself", key)
+		}
+		if other, ok := owner[side]; ok && other != key {
+			t.Errorf("%q and %q share the side key %q", key, other, side)
+		}
+		owner[side] = key
+	}
+}
+
+func TestSlotTagsCoverEverySlot(t *testing.T) {
+	t.Parallel()
+	for slot := range numSlots {
+		if tag := slotTag(slot); tag == "" || keySlot(tag) != slot {
+			t.Fatalf("slotTag(%d) = %q, which is in slot %d", slot, tag, keySlot(tag))
+		}
+	}
+}
+
+func FuzzSideKey(f *testing.F) {
+	for _, key := range sampleKeys()[:16] {
+		f.Add(key)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		side := sideKey(fenceKind, key)
+		if keySlot(side) != keySlot(key) {
+			t.Errorf("sideKey(%q) = %q: slot %d, want %d", key, side, keySlot(side), keySlot(key))
+		}
+	})
+}

@@ -1,0 +1,149 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Lock is a lock obtained from a Client. It is safe for concurrent use.
+//
+// Holding a Lock is never a guarantee: the lock expires when its time to live
+// runs out, and Redis can lose it (a restart without persistence, a failover).
+// Use Until to stop work in time, Refresh to extend it, and Fence to let the
+// protected resource reject a holder that lost the lock without knowing it.
+type Lock struct {
+	client *Client
+	key    string
+	token  string
+	fence  int64
+	until  atomic.Int64 // validity deadline, nanoseconds after client.epoch
+	gone   atomic.Bool  // released, or found not held: no need to ask Redis again
+}
+
+func (c *Client) newLock(key, token string, fence int64, sent time.Time, ttl time.Duration) *Lock {
+	l := &Lock{client: c, key: key, token: token, fence: fence}
+	l.setUntil(sent, ttl)
+	return l
+}
+
+// Key returns the name of the lock, as given to Obtain.
+func (l *Lock) Key() string { return l.key }
+
+// Token returns the random value that identifies this holder: 128 bits from
+// crypto/rand, URL-safe base64. The lock's key holds it in Redis while the
+// lock is ours. Treat it as a secret: whoever knows it can release the lock.
+func (l *Lock) Token() string { return l.token }
+
+// Fence returns the fencing token of this holding: a number strictly larger
+// than that of every earlier holder of the same key, also across the key's
+// expiry and across a restart of Redis without persistence, as long as the
+// server's clock does not step backwards (it is at least the server's time in
+// microseconds). Pass it to the protected resource, and have the resource
+// refuse any write with a fence lower than one it has seen.
+func (l *Lock) Fence() int64 { return l.fence }
+
+// Until returns a conservative deadline of the lock: the time the last
+// successful acquire or refresh was sent, plus its ttl, less a drift margin
+// (see DriftFactor). Work that must be protected by the lock should be done
+// before it. For a ttl of a few milliseconds it can already be past.
+func (l *Lock) Until() time.Time {
+	return l.client.epoch.Add(time.Duration(l.until.Load()))
+}
+
+func (l *Lock) setUntil(sent time.Time, ttl time.Duration) {
+	l.until.Store(int64(sent.Sub(l.client.epoch) + ttl - drift(ttl)))
+}
+
+// Release releases the lock if it is still ours. It returns an error
+// wrapping ErrNotHeld if it is not (it expired, was released, or was taken
+// over), and then touches nothing: it never deletes another holder's lock.
+func (l *Lock) Release(ctx context.Context) error {
+	if err := l.check("release"); err != nil {
+		return err
+	}
+	ok, err := call(l.client, ctx, "release", l.key, func(ctx context.Context) (bool, error) {
+		return l.client.node.release(ctx, l.key, l.token)
+	}, func(_ bool, err error) {
+		if err == nil {
+			l.gone.Store(true)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	l.gone.Store(true)
+	if !ok {
+		return l.notHeld("release")
+	}
+	return nil
+}
+
+// Refresh sets the lock's time to live to ttl, counted from now, if it is
+// still ours, and moves Until accordingly. It returns an error wrapping
+// ErrNotHeld if the lock is not ours any more; then it changes nothing.
+func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
+	if err := checkTTL(ttl); err != nil {
+		return err
+	}
+	if err := l.check("refresh"); err != nil {
+		return err
+	}
+	sent := time.Now()
+	ok, err := call(l.client, ctx, "refresh", l.key, func(ctx context.Context) (bool, error) {
+		return l.client.node.refresh(ctx, l.key, l.token, ttl)
+	}, nil)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		l.gone.Store(true)
+		return l.notHeld("refresh")
+	}
+	l.setUntil(sent, ttl)
+	return nil
+}
+
+// TTL returns the lock's remaining time to live as Redis reports it, or an
+// error wrapping ErrNotHeld if the lock is not ours any more. If someone
+// removed the key's expiry (PERSIST), it returns -1 (one nanosecond less
+// than zero), as go-redis does for keys without expiry.
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	if err := l.check("ttl"); err != nil {
+		return 0, err
+	}
+	type reply struct {
+		pttl int64
+		ok   bool
+	}
+	r, err := call(l.client, ctx, "ttl", l.key, func(ctx context.Context) (reply, error) {
+		pttl, ok, err := l.client.node.ttl(ctx, l.key, l.token)
+		return reply{pttl, ok}, err
+	}, nil)
+	switch {
+	case err != nil:
+		return 0, err
+	case !r.ok:
+		l.gone.Store(true)
+		return 0, l.notHeld("ttl")
+	case r.pttl < 0:
+		return -1, nil
+	}
+	return time.Duration(r.pttl) * time.Millisecond, nil
+}
+
+// check returns the error of an operation that need not ask Redis.
+func (l *Lock) check(op string) error {
+	if err := l.client.usable(); err != nil {
+		return err
+	}
+	if l.gone.Load() {
+		return l.notHeld(op)
+	}
+	return nil
+}
+
+func (l *Lock) notHeld(op string) error {
+	return fmt.Errorf("%w: %s %s: the lock is not ours any more", ErrNotHeld, op, quoteKey(l.key))
+}

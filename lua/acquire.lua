@@ -1,0 +1,31 @@
+-- acquire.lua: take the lock if nobody holds it, and hand out a fencing token.
+--
+-- KEYS[1]  the lock key (its value is the holder's token)
+-- KEYS[2]  the fence key (the last fence handed out for KEYS[1]; same cluster slot)
+-- ARGV[1]  the token of the caller
+-- ARGV[2]  the time to live, in milliseconds
+--
+-- Returns {1, fence} when the lock was taken.
+-- Returns {0, pttl}  when another holder has it; pttl is its remaining time in
+--                    milliseconds, or -1 if the key has no expiry.
+-- Returns {2, 0}     when the key exists but is not a string, so it is no lock.
+--
+-- The fence is max(last fence + 1, server time in microseconds). The fence key
+-- expires with the lock's first TTL: once it is gone, at least a millisecond
+-- has passed, so the server's clock alone keeps the next fence larger. This
+-- also holds across a restart without persistence, as long as the server's
+-- clock does not step backwards.
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local now = redis.call('TIME')
+  local fence = now[1] * 1000000 + now[2]
+  local last = tonumber(redis.pcall('GET', KEYS[2]))
+  if last and last >= fence then
+    fence = last + 1
+  end
+  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[2])
+  return {1, fence}
+end
+if redis.call('TYPE', KEYS[1]).ok ~= 'string' then
+  return {2, 0}
+end
+return {0, redis.call('PTTL', KEYS[1])}

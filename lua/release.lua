@@ -1,0 +1,15 @@
+-- release.lua: delete the lock if, and only if, the caller still holds it,
+-- then tell waiters on the lock's channel that it is free.
+--
+-- KEYS[1]  the lock key
+-- KEYS[2]  the lock's release channel (same cluster slot as KEYS[1])
+-- ARGV[1]  the caller's token
+--
+-- Returns 1 when the lock was ours and is now deleted, 0 when it was not ours
+-- (expired, taken by another holder, deleted, or replaced by another type).
+if redis.pcall('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', KEYS[2], '')
+  return 1
+end
+return 0
