@@ -134,8 +134,14 @@ func TestRedisPaused(t *testing.T) {
 	e.srv.Pause()
 	within(t, time.Second, "calls on a paused Redis with 100ms deadlines", func() {
 		for _, err := range []error{
-			func() error { _, err := e.locker.TryObtain(timeout(t, 100*time.Millisecond), key+":late", time.Minute); return err }(),
-			func() error { _, err := e.locker.Obtain(timeout(t, 100*time.Millisecond), key, time.Minute); return err }(),
+			func() error {
+				_, err := e.locker.TryObtain(timeout(t, 100*time.Millisecond), key+":late", time.Minute)
+				return err
+			}(),
+			func() error {
+				_, err := e.locker.Obtain(timeout(t, 100*time.Millisecond), key, time.Minute)
+				return err
+			}(),
 			lock.Refresh(timeout(t, 100*time.Millisecond), time.Minute),
 			func() error { _, err := lock.TTL(timeout(t, 100*time.Millisecond)); return err }(),
 		} {
