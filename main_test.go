@@ -2,6 +2,8 @@ package dlock_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +15,29 @@ import (
 	"github.com/dlock-go/dlock/redistest"
 )
 
+// redisAddr is the address of a redis-server shared by the examples.
+var redisAddr string
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	srv, stop, err := redistest.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	redisAddr = srv.Addr()
+	goleak.VerifyTestMain(runThenStop{m, stop})
+}
+
+// runThenStop stops the shared server after the tests and before goleak
+// looks for goroutines left behind.
+type runThenStop struct {
+	m    *testing.M
+	stop func()
+}
+
+func (r runThenStop) Run() int {
+	defer r.stop()
+	return r.m.Run()
 }
 
 // env is one redis-server, a go-redis client to it, and a dlock Client on it,

@@ -250,3 +250,29 @@ func isTimeout(err error) bool {
 	var netErr net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
 }
+
+func TestStartOutsideATest(t *testing.T) {
+	srv, stop, err := redistest.Start()
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	rdb := srv.Client()
+	if err := rdb.Set(context.Background(), "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	dir := srv.Dir()
+	stop()
+	if srv.Running() {
+		t.Error("server still running after stop")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("directory %s still there after stop: %v", dir, err)
+	}
+	if err := rdb.Ping(context.Background()).Err(); err == nil {
+		t.Error("client still works after stop")
+	}
+
+	if _, _, err := redistest.Start(redistest.WithArgs("--port", "1")); err == nil {
+		t.Error("Start with a reserved argument succeeded")
+	}
+}

@@ -149,6 +149,11 @@ func (s *Server) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// Dir returns the server's working directory, where its log and any files
+// it writes (such as a cluster's nodes.conf) live. It is removed when the
+// server's test ends.
+func (s *Server) Dir() string { return s.dir }
+
 // logPath returns the path of the server's log file.
 func (s *Server) logPath() string {
 	return filepath.Join(s.dir, logName)

@@ -1,0 +1,143 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock"
+)
+
+// Run a nightly job on one instance only: whoever takes the lock runs it.
+func Example() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+	ctx := context.Background()
+
+	lock, err := locker.TryObtain(ctx, "job:nightly-report", time.Minute)
+	if errors.Is(err, dlock.ErrNotObtained) {
+		fmt.Println("another instance runs the report")
+		return
+	}
+	if err != nil {
+		fmt.Println("redis:", err)
+		return
+	}
+	defer lock.Release(ctx)
+
+	fmt.Println("running the report")
+	// Output: running the report
+}
+
+// Obtain waits while another holder has the lock, until its context ends.
+func ExampleClient_Obtain() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+
+	holder, _ := locker.TryObtain(context.Background(), "invoice:1001", time.Minute)
+	time.AfterFunc(20*time.Millisecond, func() { holder.Release(context.Background()) })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lock, err := locker.Obtain(ctx, "invoice:1001", time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lock.Release(context.Background())
+	fmt.Println("obtained after the holder released it; fence grew:", lock.Fence() > holder.Fence())
+	// Output: obtained after the holder released it; fence grew: true
+}
+
+// When the context ends while someone else holds the lock, the error says
+// both: not obtained, and why Obtain stopped waiting.
+func ExampleClient_Obtain_timeout() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+
+	holder, _ := locker.TryObtain(context.Background(), "report:weekly", time.Minute)
+	defer holder.Release(context.Background())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := locker.Obtain(ctx, "report:weekly", time.Minute)
+	fmt.Println(errors.Is(err, dlock.ErrNotObtained), errors.Is(err, context.DeadlineExceeded))
+	// Output: true true
+}
+
+// A holder that outlived its lock cannot release the next holder's lock.
+func ExampleLock_Release() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+	ctx := context.Background()
+
+	slow, _ := locker.TryObtain(ctx, "cart:42", 20*time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // a pause longer than the ttl
+	next, _ := locker.TryObtain(ctx, "cart:42", time.Minute)
+
+	err := slow.Release(ctx)
+	fmt.Println(errors.Is(err, dlock.ErrNotHeld))
+	fmt.Println(next.Release(ctx))
+	// Output:
+	// true
+	// <nil>
+}
+
+// Keep a lock for a job that takes longer than planned.
+func ExampleLock_Refresh() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+	ctx := context.Background()
+
+	lock, _ := locker.TryObtain(ctx, "import:catalog", 10*time.Second)
+	defer lock.Release(ctx)
+
+	if err := lock.Refresh(ctx, time.Minute); err != nil {
+		fmt.Println("lost the lock, stop the import:", err)
+		return
+	}
+	ttl, _ := lock.TTL(ctx)
+	fmt.Println(ttl > 50*time.Second)
+	// Output: true
+}
+
+// Pass the fence to the resource you protect, so it can refuse a write from
+// a holder whose lock expired while it was paused.
+func ExampleLock_Fence() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+	ctx := context.Background()
+
+	// The protected resource keeps the highest fence it has seen and
+	// refuses writes carrying a lower one; here, a Redis script.
+	write := redis.NewScript(`
+		local seen = tonumber(redis.call('HGET', KEYS[1], 'fence') or '0')
+		if tonumber(ARGV[1]) <= seen then return 0 end
+		redis.call('HSET', KEYS[1], 'fence', ARGV[1], 'value', ARGV[2])
+		return 1`)
+
+	first, _ := locker.TryObtain(ctx, "doc:7", 20*time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // first is paused past its ttl
+	second, _ := locker.TryObtain(ctx, "doc:7", time.Minute)
+	defer second.Release(ctx)
+
+	ok2, _ := write.Run(ctx, rdb, []string{"doc:7:data"}, second.Fence(), "from second").Int()
+	ok1, _ := write.Run(ctx, rdb, []string{"doc:7:data"}, first.Fence(), "from first").Int()
+	fmt.Println("second written:", ok2 == 1, "late first refused:", ok1 == 0)
+	// Output: second written: true late first refused: true
+}
