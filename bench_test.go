@@ -19,6 +19,10 @@ import (
 // redis-server, so they compare like for like. docs/benchmarks.md has the
 // numbers and scripts/bench runs them.
 //
+// Rows are named lib=.../mode=... so that benchstat -col /lib puts them side
+// by side; mode=serial is one goroutine, mode=parallel is GOMAXPROCS
+// goroutines with a key each.
+//
 //	dlock          TryObtain + Release, context.Background()
 //	dlock-cancel   the same with a cancellable context: each call runs in a
 //	               goroutine so it can return when the context ends
@@ -58,18 +62,18 @@ func BenchmarkCycle(b *testing.B) {
 	defer cancel()
 
 	for _, row := range []struct {
-		name  string
+		lib   string
 		ctx   context.Context
 		cycle string
 	}{
+		{"raw-set-del", context.Background(), "raw-set-del"}, // first: benchstat's base column
+		{"raw-set-cad", context.Background(), "raw-set-cad"},
 		{"dlock", context.Background(), "dlock"},
 		{"dlock-cancel", cancellable, "dlock"},
-		{"raw-set-del", context.Background(), "raw-set-del"},
-		{"raw-set-cad", context.Background(), "raw-set-cad"},
 	} {
 		cycle := cycles[row.cycle]
-		b.Run(row.name, func(b *testing.B) {
-			key := "bench:" + row.name
+		b.Run("lib="+row.lib+"/mode=serial", func(b *testing.B) {
+			key := "bench:" + row.lib
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := cycle(row.ctx, key); err != nil {
@@ -77,11 +81,11 @@ func BenchmarkCycle(b *testing.B) {
 				}
 			}
 		})
-		b.Run(row.name+"-parallel", func(b *testing.B) {
+		b.Run("lib="+row.lib+"/mode=parallel", func(b *testing.B) {
 			var worker atomic.Int64
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
-				key := "bench:" + row.name + ":" + strconv.FormatInt(worker.Add(1), 10)
+				key := "bench:" + row.lib + ":" + strconv.FormatInt(worker.Add(1), 10)
 				for pb.Next() {
 					if err := cycle(row.ctx, key); err != nil {
 						b.Error(err)

@@ -4,61 +4,97 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
-// call runs op and returns its result, or returns when ctx is done, whichever
-// comes first. op and key name the operation in the error of a call that
-// Redis did not answer in time. go-redis bounds a stalled read by its ReadTimeout and, unless
+// op is one script call on the node: what to run, on which lock.
+type op struct {
+	kind  opKind
+	key   string
+	token string
+	ttl   time.Duration // acquire and refresh only
+}
+
+type opKind uint8
+
+const (
+	opAcquire opKind = iota
+	opRelease
+	opRefresh
+	opTTL
+)
+
+var opNames = [...]string{opAcquire: "acquire", opRelease: "release", opRefresh: "refresh", opTTL: "ttl"}
+
+func (k opKind) String() string { return opNames[k] }
+
+// reply is a script's answer as {code, value}: see the .lua files.
+type reply struct{ code, value int64 }
+
+// run sends o to the node and waits for the answer.
+func (c *Client) run(ctx context.Context, o op) (reply, error) {
+	switch o.kind {
+	case opAcquire:
+		return c.node.acquire(ctx, o.key, o.token, o.ttl)
+	case opRelease:
+		return c.node.release(ctx, o.key, o.token)
+	case opRefresh:
+		return c.node.refresh(ctx, o.key, o.token, o.ttl)
+	default:
+		return c.node.ttl(ctx, o.key, o.token)
+	}
+}
+
+// call runs o and returns its reply, or returns when ctx is done, whichever
+// comes first. go-redis bounds a stalled read by its ReadTimeout and, unless
 // ContextTimeoutEnabled is set, not by the context at all; call makes every
 // operation of this package answer within the caller's deadline anyway.
 //
-// A context that can never be done takes the direct path, with no goroutine.
-// Otherwise run runs in a goroutine owned by the Client, with cancellation
-// removed so it finishes and its outcome is known. If the caller gave up
-// before run finished, late (if not nil) is called with that outcome: an
-// acquire that landed after its caller left must be released.
-func call[T any](c *Client, ctx context.Context, op, key string, run func(context.Context) (T, error), late func(T, error)) (T, error) {
+// A context that can never be done takes the direct path: no goroutine, no
+// allocation. Otherwise o runs in a goroutine owned by the Client, with
+// cancellation removed so it finishes and its outcome is known. If the
+// caller gave up first, an acquire that landed anyway is released.
+func (c *Client) call(ctx context.Context, o op) (reply, error) {
 	if ctx.Done() == nil {
-		return run(ctx)
+		return c.run(ctx, o)
 	}
-	var zero T
 	if ctx.Err() != nil {
-		return zero, contextError(ctx)
+		return reply{}, contextError(ctx)
 	}
 	if !c.track() {
-		return zero, ErrClosed
+		return reply{}, ErrClosed
 	}
-	p := &pending[T]{done: make(chan struct{})}
+	p := &pending{done: make(chan struct{})}
 	go func() {
 		defer c.wg.Done()
-		v, err := run(context.WithoutCancel(ctx))
+		r, err := c.run(context.WithoutCancel(ctx), o)
 		if !p.state.CompareAndSwap(waiting, delivered) {
-			if late != nil {
-				late(v, err)
+			if o.kind == opAcquire && (err != nil || r.code == acquired) {
+				c.releaseLate(o.key, o.token, o.ttl)
 			}
 			return
 		}
-		p.value, p.err = v, err
+		p.reply, p.err = r, err
 		close(p.done)
 	}()
 	select {
 	case <-p.done:
-		return p.value, p.err
+		return p.reply, p.err
 	case <-ctx.Done():
 		if p.state.CompareAndSwap(waiting, abandoned) {
-			return zero, c.node.wrap(op, key, &noAnswerError{contextError(ctx)})
+			return reply{}, c.node.wrap(o.kind.String(), o.key, &noAnswerError{contextError(ctx)})
 		}
-		<-p.done // run finished just now: its result is on the way
-		return p.value, p.err
+		<-p.done // the reply came just now: take it
+		return p.reply, p.err
 	}
 }
 
 // pending is the hand-over between call and its goroutine: whichever side
-// moves state first decides whether the result is delivered or abandoned.
-type pending[T any] struct {
+// moves state first decides whether the reply is delivered or abandoned.
+type pending struct {
 	state atomic.Int32
 	done  chan struct{}
-	value T
+	reply reply
 	err   error
 }
 
@@ -69,8 +105,8 @@ const (
 )
 
 // noAnswerError is the error of a call whose context ended before Redis
-// answered. The call goes on in the background, and its late function (if
-// any) deals with the outcome.
+// answered. The call goes on in the background; an acquire that lands is
+// released.
 type noAnswerError struct{ err error }
 
 func (e *noAnswerError) Error() string { return "no answer before the context ended: " + e.err.Error() }

@@ -192,30 +192,15 @@ func checkTTL(ttl time.Duration) error {
 func (c *Client) try(ctx context.Context, key string, ttl time.Duration) (lock *Lock, holderTTL time.Duration, err error) {
 	token := newToken()
 	sent := time.Now()
-	type reply struct{ code, value int64 }
-	r, err := call(c, ctx, "acquire", key, func(ctx context.Context) (reply, error) {
-		code, value, err := c.node.acquire(ctx, key, token, ttl)
-		return reply{code, value}, err
-	}, func(r reply, err error) {
-		if err != nil || r.code == acquired {
-			c.releaseLate(key, token, ttl)
+	r, err := c.call(ctx, op{kind: opAcquire, key: key, token: token, ttl: ttl})
+	if err != nil {
+		if replyLost(err) {
+			// The script may have run before the reply was lost.
+			c.releaseInBackground(key, token, ttl)
 		}
-	})
-	var nodeErr *NodeError
-	var noAnswer *noAnswerError
+		return nil, -1, err
+	}
 	switch {
-	case errors.As(err, &nodeErr) && !errors.As(err, &noAnswer):
-		// The script may have run before the reply was lost. (A call that
-		// was still waiting when the context ended cleans up by itself.)
-		if c.track() {
-			go func() {
-				defer c.wg.Done()
-				c.releaseLate(key, token, ttl)
-			}()
-		}
-		return nil, -1, err
-	case err != nil:
-		return nil, -1, err
 	case r.code == acquired:
 		return c.newLock(key, token, r.value, sent, ttl), 0, nil
 	case r.code == held:
@@ -234,9 +219,29 @@ func expiresIn(d time.Duration) string {
 	return " for " + d.String() + " more"
 }
 
+// replyLost reports whether err leaves unknown whether a script ran: Redis
+// failed to answer (network error, timeout), rather than the context ending
+// first, after which call itself cleans up.
+func replyLost(err error) bool {
+	var nodeErr *NodeError
+	var noAnswer *noAnswerError
+	return errors.As(err, &nodeErr) && !errors.As(err, &noAnswer)
+}
+
+// releaseInBackground runs releaseLate in a goroutine the Client tracks.
+func (c *Client) releaseInBackground(key, token string, ttl time.Duration) {
+	if !c.track() {
+		return
+	}
+	go func() {
+		defer c.wg.Done()
+		c.releaseLate(key, token, ttl)
+	}()
+}
+
 // releaseLate releases a lock whose acquire may have landed although its
 // caller did not get it: the reply was lost, or the caller's context ended
-// first. It runs in a goroutine of the Client. The release only deletes the
+// first. It runs in a goroutine the Client tracks. The release only deletes the
 // key if it still holds token, so it never touches anyone else's lock.
 // Trying for longer than the lock lives is pointless, so ttl bounds it.
 func (c *Client) releaseLate(key, token string, ttl time.Duration) {

@@ -63,18 +63,12 @@ func (l *Lock) Release(ctx context.Context) error {
 	if err := l.check("release"); err != nil {
 		return err
 	}
-	ok, err := call(l.client, ctx, "release", l.key, func(ctx context.Context) (bool, error) {
-		return l.client.node.release(ctx, l.key, l.token)
-	}, func(_ bool, err error) {
-		if err == nil {
-			l.gone.Store(true)
-		}
-	})
+	r, err := l.client.call(ctx, op{kind: opRelease, key: l.key, token: l.token})
 	if err != nil {
 		return err
 	}
 	l.gone.Store(true)
-	if !ok {
+	if r.code != 1 {
 		return l.notHeld("release")
 	}
 	return nil
@@ -91,13 +85,11 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	sent := time.Now()
-	ok, err := call(l.client, ctx, "refresh", l.key, func(ctx context.Context) (bool, error) {
-		return l.client.node.refresh(ctx, l.key, l.token, ttl)
-	}, nil)
+	r, err := l.client.call(ctx, op{kind: opRefresh, key: l.key, token: l.token, ttl: ttl})
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if r.code != 1 {
 		l.gone.Store(true)
 		return l.notHeld("refresh")
 	}
@@ -113,24 +105,17 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if err := l.check("ttl"); err != nil {
 		return 0, err
 	}
-	type reply struct {
-		pttl int64
-		ok   bool
-	}
-	r, err := call(l.client, ctx, "ttl", l.key, func(ctx context.Context) (reply, error) {
-		pttl, ok, err := l.client.node.ttl(ctx, l.key, l.token)
-		return reply{pttl, ok}, err
-	}, nil)
+	r, err := l.client.call(ctx, op{kind: opTTL, key: l.key, token: l.token})
 	switch {
 	case err != nil:
 		return 0, err
-	case !r.ok:
+	case r.code != 1:
 		l.gone.Store(true)
 		return 0, l.notHeld("ttl")
-	case r.pttl < 0:
+	case r.value < 0:
 		return -1, nil
 	}
-	return time.Duration(r.pttl) * time.Millisecond, nil
+	return time.Duration(r.value) * time.Millisecond, nil
 }
 
 // check returns the error of an operation that need not ask Redis.

@@ -47,30 +47,6 @@ func (n *node) eval(ctx context.Context, s *script, keys []string, args ...any) 
 	return v, err
 }
 
-// status decodes the {status, value} pair most scripts reply with.
-func status(v any) (code, value int64, err error) {
-	pair, ok := v.([]any)
-	if ok && len(pair) == 2 {
-		code, ok1 := pair[0].(int64)
-		value, ok2 := pair[1].(int64)
-		if ok1 && ok2 {
-			return code, value, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("dlock: unexpected script reply %v", v)
-}
-
-// flag decodes the 0 or 1 some scripts reply with.
-func flag(v any) (bool, error) {
-	switch v {
-	case int64(1):
-		return true, nil
-	case int64(0):
-		return false, nil
-	}
-	return false, fmt.Errorf("dlock: unexpected script reply %v", v)
-}
-
 // Replies of acquire.lua.
 const (
 	acquired  = 1 // value is the fence
@@ -78,50 +54,45 @@ const (
 	wrongType = 2 // the key is not a string
 )
 
-func (n *node) acquire(ctx context.Context, key, token string, ttl time.Duration) (code, value int64, err error) {
+func (n *node) acquire(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
 	keys := []string{key, sideKey(fenceKind, key)}
-	v, err := n.eval(ctx, acquireScript, keys, token, ttl.Milliseconds())
-	if err == nil {
-		code, value, err = status(v)
-	}
-	if err != nil {
-		return 0, 0, n.wrap("acquire", key, err)
-	}
-	return code, value, nil
+	return n.exec(ctx, "acquire", acquireScript, keys, token, ttl.Milliseconds())
 }
 
-func (n *node) release(ctx context.Context, key, token string) (bool, error) {
+func (n *node) release(ctx context.Context, key, token string) (reply, error) {
 	keys := []string{key, sideKey(channelKind, key)}
-	v, err := n.eval(ctx, releaseScript, keys, token)
-	if err != nil {
-		return false, n.wrap("release", key, err)
-	}
-	ok, err := flag(v)
-	return ok, n.wrap("release", key, err)
+	return n.exec(ctx, "release", releaseScript, keys, token)
 }
 
-func (n *node) refresh(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	v, err := n.eval(ctx, refreshScript, []string{key}, token, ttl.Milliseconds())
-	if err != nil {
-		return false, n.wrap("refresh", key, err)
-	}
-	ok, err := flag(v)
-	return ok, n.wrap("refresh", key, err)
+func (n *node) refresh(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
+	return n.exec(ctx, "refresh", refreshScript, []string{key}, token, ttl.Milliseconds())
 }
 
-// ttl returns the lock's remaining time to live in milliseconds, -1 when the
-// key has no expiry, and ok false when the lock is not ours.
-func (n *node) ttl(ctx context.Context, key, token string) (pttl int64, ok bool, err error) {
-	v, err := n.eval(ctx, ttlScript, []string{key}, token)
-	if err == nil {
-		var code int64
-		code, pttl, err = status(v)
-		ok = code == 1
-	}
+// ttl replies {1, pttl} when the lock is ours (pttl -1: no expiry), {0, 0}
+// when it is not.
+func (n *node) ttl(ctx context.Context, key, token string) (reply, error) {
+	return n.exec(ctx, "ttl", ttlScript, []string{key}, token)
+}
+
+// exec runs a script and decodes its reply: an integer, or {code, value}.
+func (n *node) exec(ctx context.Context, name string, s *script, keys []string, args ...any) (reply, error) {
+	v, err := n.eval(ctx, s, keys, args...)
 	if err != nil {
-		return 0, false, n.wrap("ttl", key, err)
+		return reply{}, n.wrap(name, keys[0], err)
 	}
-	return pttl, ok, nil
+	switch v := v.(type) {
+	case int64:
+		return reply{code: v}, nil
+	case []any:
+		if len(v) == 2 {
+			code, ok1 := v[0].(int64)
+			value, ok2 := v[1].(int64)
+			if ok1 && ok2 {
+				return reply{code, value}, nil
+			}
+		}
+	}
+	return reply{}, n.wrap(name, keys[0], fmt.Errorf("unexpected script reply %v", v))
 }
 
 func (n *node) wrap(op, key string, err error) error {

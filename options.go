@@ -60,6 +60,9 @@ func WithBackoff(b Backoff) ObtainOption {
 var defaultBackoff = ExponentialBackoff(DefaultBackoffMin, DefaultBackoffMax)
 
 func newObtainConfig(opts []ObtainOption) (obtainConfig, error) {
+	if len(opts) == 0 { // the common case, without the allocation below
+		return obtainConfig{backoff: defaultBackoff}, nil
+	}
 	cfg := obtainConfig{backoff: defaultBackoff}
 	for _, opt := range opts {
 		if opt == nil {

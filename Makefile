@@ -1,0 +1,25 @@
+# Shortcuts; each target says what it runs. scripts/ holds the real commands.
+GO ?= go
+
+.PHONY: test race demo bench fuzz lint vulncheck
+
+test:           ## the whole suite, as CI runs it (installs redis-server if needed)
+	bash scripts/test
+
+race: test      ## the suite always runs with -race
+
+demo:           ## the demo on an embedded Redis; REDIS=redis://... for a real one
+	$(GO) run ./cmd/dlock demo $(if $(REDIS),--redis $(REDIS))
+
+bench:          ## benchmarks against the raw floor, compared with benchstat
+	bash scripts/bench
+
+fuzz:           ## each fuzz test for FUZZTIME (default 30s)
+	$(GO) test -run '^$$' -fuzz '^FuzzObtain$$' -fuzztime $(or $(FUZZTIME),30s) .
+	$(GO) test -run '^$$' -fuzz '^FuzzSideKey$$' -fuzztime $(or $(FUZZTIME),30s) .
+
+lint:           ## golangci-lint with .golangci.yml
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.6.2 run ./...
+
+vulncheck:      ## known vulnerabilities in the code and its dependencies
+	$(GO) run golang.org/x/vuln/cmd/govulncheck@latest ./...
