@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock/redistest"
+)
+
+// checkDemoOK checks the output of a demo run that should have passed.
+func checkDemoOK(t *testing.T, code int, stdout, stderr string) {
+	t.Helper()
+	if code != exitOK {
+		t.Fatalf("exit status %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, c := range demoCases() {
+		name := strings.TrimSpace(c.name)
+		if !strings.Contains(stdout, name) {
+			t.Errorf("output does not mention case %q", name)
+		}
+	}
+	if n := strings.Count(stdout, "  ok: "); n != 4 {
+		t.Errorf("%d invariants reported ok, want 4", n)
+	}
+	if !strings.Contains(stdout, "all invariants hold") || strings.Contains(stdout, "BROKEN") {
+		t.Errorf("output does not say that all invariants hold")
+	}
+	if stderr != "" {
+		t.Errorf("stderr should be empty:\n%s", stderr)
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s", stdout)
+	}
+}
+
+func TestDemoEmbedded(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runCLI(t, "demo")
+	checkDemoOK(t, code, stdout, stderr)
+	if !strings.HasPrefix(stdout, "dlock demo on embedded Redis (miniredis)\n") {
+		t.Errorf("output does not start with the embedded Redis:\n%s", stdout)
+	}
+}
+
+func TestDemoRealRedis(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	for run := range 2 { // the second run must not trip over the first one's keys
+		code, stdout, stderr := runCLI(t, "demo", "--redis", srv.URL())
+		checkDemoOK(t, code, stdout, stderr)
+		if !strings.HasPrefix(stdout, "dlock demo on "+srv.URL()+"\n") {
+			t.Errorf("run %d: output does not start with the server's URL:\n%s", run, stdout)
+		}
+	}
+}
+
+func TestDemoUnreachable(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	code, stdout, stderr := runCLI(t, "demo", "--redis", "redis://127.0.0.1:1/0", "--timeout", "2s")
+	if elapsed := time.Since(start); elapsed > 3*time.Second {
+		t.Errorf("took %v to give up, want under 3s", elapsed)
+	}
+	if code != exitFail {
+		t.Errorf("exit status %d, want %d", code, exitFail)
+	}
+	want := "dlock: cannot reach redis at redis://127.0.0.1:1/0: "
+	if !strings.HasPrefix(stderr, want) || !strings.Contains(stderr, "is redis-server running?") {
+		t.Errorf("stderr = %q, want %q... is redis-server running?", stderr, want)
+	}
+	if stdout != "" {
+		t.Errorf("stdout should be empty:\n%s", stdout)
+	}
+}
+
+func TestDemoBadURL(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ url, want string }{
+		{"http://x", "dlock demo: bad --redis URL http://x: redis: invalid URL scheme: http; want redis://"},
+		{"redis://x/notanumber", `invalid database number: "notanumber"`},
+		{"redis://127.0.0.1:6379/0?color=blue", "unexpected option: color"},
+		{"redis://u:pw@[::1", "dlock demo: bad --redis URL: missing ']' in host; want redis://"},
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := runCLI(t, "demo", "--redis", tt.url)
+		if code != exitUsage || !strings.Contains(stderr, tt.want) || stdout != "" {
+			t.Errorf("--redis %s: exit status %d, stderr %q, stdout %q; want %d, an error containing %q",
+				tt.url, code, stderr, stdout, exitUsage, tt.want)
+		}
+	}
+}
+
+// TestPasswordNotPrinted checks every path that prints a URL: a server that
+// cannot be reached, and URLs that do not parse.
+func TestPasswordNotPrinted(t *testing.T) {
+	t.Parallel()
+	urls := []string{
+		"redis://user:s3cret@127.0.0.1:1/0",
+		"rediss://:s3cret@127.0.0.1:1/0",
+		"redis://user:s3cret@127.0.0.1:1/x",
+		"redis://127.0.0.1:1/0?password=s3cret",
+		"redis://user:s3cret@127.0.0.1:1/0#s3cret",
+		"redis://user:s3cret@127.0.0.1:bad/0",
+		"redis://user:s3cret@[::1/0",
+		"http://user:s3cret@x",
+	}
+	for _, url := range urls {
+		code, stdout, stderr := runCLI(t, "demo", "--redis", url, "--timeout", "1s")
+		if code == exitOK || stderr == "" {
+			t.Errorf("--redis %s: exit status %d, stderr %q; want an error", url, code, stderr)
+		}
+		if strings.Contains(stdout+stderr, "s3cret") {
+			t.Errorf("--redis %s printed the password:\nstdout: %s\nstderr: %s", url, stdout, stderr)
+		}
+	}
+}
+
+// TestDemoPassword runs the demo on a server that requires a password: with
+// the right one it works, with a wrong one the error says so, and neither
+// prints the password.
+func TestDemoPassword(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.WithArgs("--requirepass", "s3cret"))
+
+	code, stdout, stderr := runCLI(t, "demo", "--redis", "redis://default:n0tit@"+srv.Addr()+"/0")
+	if code != exitFail || !strings.Contains(stderr, "check the user and password") {
+		t.Errorf("wrong password: exit status %d, stderr %q; want %d and advice to check the password", code, stderr, exitFail)
+	}
+	if strings.Contains(stdout+stderr, "n0tit") {
+		t.Errorf("wrong password: printed the password:\n%s%s", stdout, stderr)
+	}
+
+	code, stdout, stderr = runCLI(t, "demo", "--redis", "redis://default:s3cret@"+srv.Addr()+"/0")
+	checkDemoOK(t, code, stdout, stderr)
+	if want := "dlock demo on redis://default:xxxxx@" + srv.Addr() + "/0\n"; !strings.HasPrefix(stdout, want) {
+		t.Errorf("output does not start with %q:\n%s", want, stdout)
+	}
+	if strings.Contains(stdout+stderr, "s3cret") {
+		t.Errorf("printed the password:\n%s%s", stdout, stderr)
+	}
+}
+
+// TestDemoReportsBrokenInvariant checks the failure path of the table with
+// made-up cases: a broken invariant and a case that cannot run.
+func TestDemoReportsBrokenInvariant(t *testing.T) {
+	cases := []demoCase{
+		{"fine", func(context.Context, *demo) result { return verdict("all good", "fine", nil) }},
+		{"oversold", func(context.Context, *demo) result {
+			return verdict("1001 sold", "no oversell", []string{"1001 sold of 1000"})
+		}},
+		{"no redis", func(context.Context, *demo) result { return failed(errors.New("connection refused")) }},
+	}
+	var stdout, stderr bytes.Buffer
+	code := (&demo{}).runAll(t.Context(), cases, &stdout, &stderr)
+	if code != exitFail {
+		t.Errorf("exit status %d, want %d", code, exitFail)
+	}
+	for _, want := range []string{"ok: fine", "BROKEN: 1001 sold of 1000", "FAILED"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("stdout does not contain %q:\n%s", want, stdout.String())
+		}
+	}
+	for _, want := range []string{"no redis: connection refused", "broken or failed: oversold, no redis"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not contain %q:\n%s", want, stderr.String())
+		}
+	}
+}
