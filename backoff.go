@@ -8,8 +8,8 @@ import (
 
 // Defaults of ExponentialBackoff as used by Obtain.
 const (
-	DefaultBackoffMin = 2 * time.Millisecond   // the first retry waits about this long
-	DefaultBackoffMax = 256 * time.Millisecond // no retry waits longer
+	DefaultMinBackoff = 2 * time.Millisecond   // the first retry waits about this long
+	DefaultMaxBackoff = 256 * time.Millisecond // no retry waits longer
 )
 
 // Backoff chooses how long Obtain waits before its next attempt while another
@@ -23,27 +23,27 @@ type Backoff interface {
 	Delay(attempt int, holderTTL time.Duration) time.Duration
 }
 
-// ExponentialBackoff returns a Backoff that doubles from min up to max, with
-// "equal jitter": each delay is uniform in [d/2, d], so waiters that failed
-// together do not retry together. It requires 0 < min <= max; Obtain returns
-// ErrInvalidOption otherwise.
-func ExponentialBackoff(min, max time.Duration) Backoff {
-	return exponential{min: min, max: max}
+// ExponentialBackoff returns a Backoff that doubles from first up to
+// ceiling, with "equal jitter": each delay is uniform in [d/2, d], so waiters
+// that failed together do not retry together. It requires
+// 0 < first <= ceiling; Obtain returns ErrInvalidOption otherwise.
+func ExponentialBackoff(first, ceiling time.Duration) Backoff {
+	return exponential{first: first, ceiling: ceiling}
 }
 
-type exponential struct{ min, max time.Duration }
+type exponential struct{ first, ceiling time.Duration }
 
 func (e exponential) validate() error {
-	if e.min <= 0 || e.max < e.min {
-		return fmt.Errorf("%w: ExponentialBackoff(%v, %v) needs 0 < min <= max", ErrInvalidOption, e.min, e.max)
+	if e.first <= 0 || e.ceiling < e.first {
+		return fmt.Errorf("%w: ExponentialBackoff(%v, %v) needs 0 < first <= ceiling", ErrInvalidOption, e.first, e.ceiling)
 	}
 	return nil
 }
 
 func (e exponential) Delay(attempt int, _ time.Duration) time.Duration {
-	d := e.max
-	if shift := attempt - 1; shift >= 0 && shift < 32 && e.min<<shift < e.max && e.min<<shift > 0 {
-		d = e.min << shift
+	d := e.ceiling
+	if shift := attempt - 1; shift >= 0 && shift < 32 && e.first<<shift < e.ceiling && e.first<<shift > 0 {
+		d = e.first << shift
 	}
 	return d/2 + rand.N(d/2+1)
 }

@@ -1,7 +1,9 @@
 package dlock
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -112,12 +114,12 @@ type noAnswerError struct{ err error }
 func (e *noAnswerError) Error() string { return "no answer before the context ended: " + e.err.Error() }
 func (e *noAnswerError) Unwrap() error { return e.err }
 
-// contextError returns the error of a done context, wrapping both ctx.Err()
-// and its cause when they differ, so errors.Is finds either.
+// contextError returns the error of a done context in which errors.Is finds
+// both ctx.Err() and the cause given to a CancelCauseFunc, if any.
 func contextError(ctx context.Context) error {
-	err := ctx.Err()
-	if cause := context.Cause(ctx); cause != nil && cause != err {
-		return fmt.Errorf("%w: %w", err, cause)
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || errors.Is(cause, err) {
+		return cmp.Or(cause, err)
 	}
-	return err
+	return fmt.Errorf("%w: %w", err, cause)
 }

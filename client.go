@@ -200,13 +200,13 @@ func (c *Client) try(ctx context.Context, key string, ttl time.Duration) (lock *
 		}
 		return nil, -1, err
 	}
-	switch {
-	case r.code == acquired:
+	switch r.code {
+	case acquired:
 		return c.newLock(key, token, r.value, sent, ttl), 0, nil
-	case r.code == held:
+	case held:
 		holderTTL = time.Duration(r.value) * time.Millisecond
 		return nil, holderTTL, fmt.Errorf("%w: %s is held by another holder%s", ErrNotObtained, quoteKey(key), expiresIn(holderTTL))
-	case r.code == wrongType:
+	case wrongType:
 		return nil, -1, fmt.Errorf("%w: %s exists and is not a string, so it is no lock", ErrWrongType, quoteKey(key))
 	}
 	return nil, -1, fmt.Errorf("dlock: acquire %s: unexpected reply code %d", quoteKey(key), r.code)

@@ -2,6 +2,7 @@ package dlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -89,7 +90,7 @@ func mustObtain(t testing.TB, locker *dlock.Client, key string, ttl time.Duratio
 func value(t testing.TB, rdb *redis.Client, key string) string {
 	t.Helper()
 	v, err := rdb.Get(context.Background(), key).Result()
-	if err == redis.Nil {
+	if errors.Is(err, redis.Nil) {
 		return ""
 	}
 	if err != nil {

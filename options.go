@@ -38,7 +38,7 @@ type obtainConfig struct {
 // WithBackoff sets how long Obtain sleeps between attempts while another
 // holder has the lock. Obtain never sleeps past the holder's expiry, whatever
 // the strategy says. The default is
-// ExponentialBackoff(DefaultBackoffMin, DefaultBackoffMax). TryObtain makes
+// ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff). TryObtain makes
 // one attempt and ignores it.
 func WithBackoff(b Backoff) ObtainOption {
 	return func(c *obtainConfig) {
@@ -57,7 +57,7 @@ func WithBackoff(b Backoff) ObtainOption {
 }
 
 // defaultBackoff is immutable and safe to share.
-var defaultBackoff = ExponentialBackoff(DefaultBackoffMin, DefaultBackoffMax)
+var defaultBackoff = ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
 
 func newObtainConfig(opts []ObtainOption) (obtainConfig, error) {
 	if len(opts) == 0 { // the common case, without the allocation below

@@ -27,7 +27,7 @@ func TestMutualExclusionStress(t *testing.T) {
 		for range goroutines {
 			wg.Go(func() {
 				for range rounds {
-					if !increment(t, ctx, locker, &inside, key, counter, e) {
+					if !increment(ctx, t, locker, &inside, key, counter, e) {
 						return
 					}
 				}
@@ -40,7 +40,7 @@ func TestMutualExclusionStress(t *testing.T) {
 	}
 }
 
-func increment(t *testing.T, ctx context.Context, locker *dlock.Client, inside *sync.Mutex, key, counter string, e *env) bool {
+func increment(ctx context.Context, t *testing.T, locker *dlock.Client, inside *sync.Mutex, key, counter string, e *env) bool {
 	lock, err := locker.Obtain(ctx, key, 5*time.Second, dlock.WithBackoff(dlock.ExponentialBackoff(time.Millisecond, 8*time.Millisecond)))
 	if err != nil {
 		t.Errorf("Obtain: %v", err)

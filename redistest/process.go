@@ -110,7 +110,7 @@ func waitReady(p *process, addr, logPath string, logOffset int64) error {
 			lastErr = fmt.Errorf("%s is served by process %d, not by %d", addr, pid, p.cmd.Process.Pid)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("redistest: redis-server did not answer PING on %s within %v: %v",
+			return fmt.Errorf("redistest: redis-server did not answer PING on %s within %v: %w",
 				addr, readyTimeout, lastErr)
 		}
 		select {
@@ -123,7 +123,7 @@ func waitReady(p *process, addr, logPath string, logOffset int64) error {
 
 // exitError describes a process that exited during startup.
 func exitError(p *process, addr, logPath string, logOffset int64) error {
-	err := fmt.Errorf("redistest: redis-server exited while starting on %s (%v)", addr, p.err)
+	err := fmt.Errorf("redistest: redis-server exited while starting on %s (%w)", addr, p.err)
 	if logContains(logPath, logOffset, "Address already in use") {
 		return fmt.Errorf("%w: %w", err, errAddrInUse)
 	}

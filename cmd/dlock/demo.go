@@ -77,13 +77,15 @@ func parseRedisURL(raw string) (opts *redis.Options, redacted string, err error)
 		if errors.As(err, &urlErr) {
 			err = urlErr.Err
 		}
-		return nil, "", fmt.Errorf("bad --redis URL: %v; %s", err, want)
+		// %v, not %w: callers must not reach the url.Error, which quotes
+		// the URL as given, password included.
+		return nil, "", fmt.Errorf("bad --redis URL: %v; %s", err, want) //nolint:errorlint // see above
 	}
 	shown := *u
 	shown.RawQuery, shown.ForceQuery, shown.Fragment, shown.RawFragment = "", false, "", ""
 	redacted = shown.Redacted()
 	if opts, err = redis.ParseURL(raw); err != nil {
-		return nil, "", fmt.Errorf("bad --redis URL %s: %v; %s", redacted, err, want)
+		return nil, "", fmt.Errorf("bad --redis URL %s: %v; %s", redacted, err, want) //nolint:errorlint // as above
 	}
 	return opts, redacted, nil
 }

@@ -46,7 +46,7 @@ func expiredHolder(ctx context.Context, d *demo) result {
 	defer cancel()
 	b, err := d.locker.Obtain(waitCtx, key, pauseTTLB)
 	if err != nil {
-		return failed(fmt.Errorf("B could not take the lock %v after A took it for %v: %w", pauseFor, pauseTTL, err))
+		return failed(fmt.Errorf("holder B could not take the lock %v after A took it for %v: %w", pauseFor, pauseTTL, err))
 	}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
@@ -60,7 +60,7 @@ func expiredHolder(ctx context.Context, d *demo) result {
 	aReleased := a.Release(ctx)
 	bTTL, err := b.TTL(ctx) // ErrNotHeld here is a broken invariant, checked below
 	if err != nil && !errors.Is(err, dlock.ErrNotHeld) {
-		return failed(fmt.Errorf("B's lock after A's release: %w", err))
+		return failed(fmt.Errorf("holder B's lock after A's release: %w", err))
 	}
 	holder, err := d.rdb.Get(ctx, key).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
