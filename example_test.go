@@ -11,27 +11,37 @@ import (
 	"github.com/dlock-go/dlock"
 )
 
-// Run a nightly job on one instance only: whoever takes the lock runs it.
+// nightlyReport runs the report on one instance only: whoever takes the
+// lock runs it; the others skip it. (The README shows this function.)
+func nightlyReport(ctx context.Context, locker *dlock.Client) error {
+	lock, err := locker.TryObtain(ctx, "job:nightly-report", time.Minute)
+	if errors.Is(err, dlock.ErrNotObtained) {
+		return nil // another instance runs the report
+	}
+	if err != nil {
+		return err // Redis failed: the error names the key and the node
+	}
+	defer lock.Release(context.WithoutCancel(ctx))
+	return runReport(ctx, lock.Until()) // finish before the lock's validity ends
+}
+
+func runReport(_ context.Context, until time.Time) error {
+	fmt.Println("running the report, lock valid for a minute:", time.Until(until) > 50*time.Second)
+	return nil
+}
+
+// Run a nightly job on one instance only.
 func Example() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	locker := dlock.New(rdb)
+
+	locker := dlock.New(rdb) // one per process: safe for concurrent use
 	defer locker.Close()
-	ctx := context.Background()
 
-	lock, err := locker.TryObtain(ctx, "job:nightly-report", time.Minute)
-	if errors.Is(err, dlock.ErrNotObtained) {
-		fmt.Println("another instance runs the report")
-		return
+	if err := nightlyReport(context.Background(), locker); err != nil {
+		fmt.Println(err)
 	}
-	if err != nil {
-		fmt.Println("redis:", err)
-		return
-	}
-	defer lock.Release(ctx)
-
-	fmt.Println("running the report")
-	// Output: running the report
+	// Output: running the report, lock valid for a minute: true
 }
 
 // Obtain waits while another holder has the lock, until its context ends.
