@@ -14,8 +14,8 @@ import (
 //
 //	dlock:fence:{user}:42    the lock key "{user}:42" has a hash tag: keep it
 //	dlock:fence{order:42}    no tag and no '}': the whole key becomes the tag
-//	dlock:fence#{1234}a}b    no tag but a '}': a tag chosen to hash to the
-//	                         same slot as "a}b", followed by the key itself
+//	dlock:fence#{1234}a}b    no tag but a '}' (or empty): a tag chosen to hash
+//	                         to the key's slot, followed by the key itself
 const (
 	fenceKind   = "fence"
 	channelKind = "chan"
@@ -26,7 +26,7 @@ func sideKey(kind, key string) string {
 	switch {
 	case hasHashTag(key):
 		return "dlock:" + kind + ":" + key
-	case strings.IndexByte(key, '}') < 0:
+	case key != "" && strings.IndexByte(key, '}') < 0: // "{}" would be no tag
 		return "dlock:" + kind + "{" + key + "}"
 	default:
 		return "dlock:" + kind + "#{" + slotTag(keySlot(key)) + "}" + key

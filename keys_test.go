@@ -11,7 +11,7 @@ import (
 
 func sampleKeys() []string {
 	keys := []string{
-		"k", "order:42", "{user:7}:cart", "a{}b", "a}b", "a{b", "}{", "{}", "{a", "a}", "}",
+		"", "k", "order:42", "{user:7}:cart", "a{}b", "a}b", "a{b", "}{", "{}", "{a", "a}", "}",
 		"{{a}}", "x{y}z{w}", "订单:支付", "\x00\xff", strings.Repeat("z", 1000) + "}",
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
