@@ -61,7 +61,7 @@ func (c *Client) call(ctx context.Context, o op) (reply, error) {
 		return c.run(ctx, o)
 	}
 	if ctx.Err() != nil {
-		return reply{}, contextError(ctx)
+		return reply{}, fmt.Errorf("dlock: %s %s: %w", o.kind, quoteKey(o.key), contextError(ctx))
 	}
 	if !c.track() {
 		return reply{}, ErrClosed

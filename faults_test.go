@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,8 +65,9 @@ func TestDoneContextAtEveryStep(t *testing.T) {
 
 	for name, ctx := range map[string]context.Context{"cancelled": cancelled, "expired": expired} {
 		want := ctx.Err()
-		if _, err := e.locker.TryObtain(ctx, key+":other", time.Minute); !errors.Is(err, want) {
-			t.Errorf("%s TryObtain = %v, want %v", name, err, want)
+		if _, err := e.locker.TryObtain(ctx, key+":other", time.Minute); !errors.Is(err, want) ||
+			!strings.Contains(err.Error(), "acquire") || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s TryObtain = %v, want %v naming the operation and the key", name, err, want)
 		}
 		if _, err := e.locker.Obtain(ctx, key, time.Minute); !errors.Is(err, want) || errors.Is(err, dlock.ErrNotObtained) {
 			t.Errorf("%s Obtain = %v, want only %v: it never saw the lock", name, err, want)
