@@ -24,14 +24,24 @@ const (
 	opRelease
 	opRefresh
 	opTTL
+	opInspect
+	opForceRelease
 )
 
-var opNames = [...]string{opAcquire: "acquire", opRelease: "release", opRefresh: "refresh", opTTL: "ttl"}
+var opNames = [...]string{
+	opAcquire: "acquire", opRelease: "release", opRefresh: "refresh", opTTL: "ttl",
+	opInspect: "inspect", opForceRelease: "force-release",
+}
 
 func (k opKind) String() string { return opNames[k] }
 
-// reply is a script's answer as {code, value}: see the .lua files.
-type reply struct{ code, value int64 }
+// reply is a script's answer: {code, value} (see the .lua files), and for
+// inspect also the token and the fence.
+type reply struct {
+	code, value int64
+	token       string
+	fence       int64
+}
 
 // run sends o to the node and waits for the answer.
 func (c *Client) run(ctx context.Context, o op) (reply, error) {
@@ -42,61 +52,86 @@ func (c *Client) run(ctx context.Context, o op) (reply, error) {
 		return c.node.release(ctx, o.key, o.token)
 	case opRefresh:
 		return c.node.refresh(ctx, o.key, o.token, o.ttl)
-	default:
+	case opTTL:
 		return c.node.ttl(ctx, o.key, o.token)
+	case opInspect:
+		return c.node.inspect(ctx, o.key)
+	default:
+		return c.node.forceRelease(ctx, o.key)
 	}
 }
 
 // call runs o and returns its reply, or returns when ctx is done, whichever
-// comes first. go-redis bounds a stalled read by its ReadTimeout and, unless
-// ContextTimeoutEnabled is set, not by the context at all; call makes every
-// operation of this package answer within the caller's deadline anyway.
-//
-// A context that can never be done takes the direct path: no goroutine, no
-// allocation. Otherwise o runs in a goroutine owned by the Client, with
-// cancellation removed so it finishes and its outcome is known. If the
-// caller gave up first, an acquire that landed anyway is released.
+// comes first (see bounded). A context that can never be done takes the
+// direct path: no goroutine, no allocation. If the caller gave up on an
+// acquire that landed anyway, the lock is released.
 func (c *Client) call(ctx context.Context, o op) (reply, error) {
 	if ctx.Done() == nil {
 		return c.run(ctx, o)
 	}
+	var late func(reply, error)
+	if o.kind == opAcquire {
+		late = func(r reply, err error) {
+			if err != nil || r.code == acquired {
+				c.releaseLate(o.key, o.token, o.ttl)
+			}
+		}
+	}
+	return bounded(ctx, c, o.kind.String(), o.key, func(ctx context.Context) (reply, error) {
+		return c.run(ctx, o)
+	}, late)
+}
+
+// bounded runs fn and returns its result, or returns when ctx is done,
+// whichever comes first. go-redis bounds a stalled read by its ReadTimeout
+// and, unless ContextTimeoutEnabled is set, not by the context at all;
+// bounded makes every operation of this package answer within the caller's
+// deadline anyway. op and key name the operation in the error of a call that
+// Redis did not answer in time.
+//
+// fn runs in a goroutine owned by the Client, with cancellation removed so
+// it finishes and its outcome is known. If the caller gave up first, late
+// (if not nil) gets that outcome.
+func bounded[T any](ctx context.Context, c *Client, op, key string, fn func(context.Context) (T, error), late func(T, error)) (T, error) {
+	var zero T
 	if ctx.Err() != nil {
-		return reply{}, fmt.Errorf("dlock: %s %s: %w", o.kind, quoteKey(o.key), contextError(ctx))
+		return zero, fmt.Errorf("dlock: %s %s: %w", op, quoteKey(key), contextError(ctx))
 	}
 	if !c.track() {
-		return reply{}, ErrClosed
+		return zero, ErrClosed
 	}
-	p := &pending{done: make(chan struct{})}
+	p := &pending[T]{done: make(chan struct{})}
 	go func() {
 		defer c.wg.Done()
-		r, err := c.run(context.WithoutCancel(ctx), o)
+		v, err := fn(context.WithoutCancel(ctx))
 		if !p.state.CompareAndSwap(waiting, delivered) {
-			if o.kind == opAcquire && (err != nil || r.code == acquired) {
-				c.releaseLate(o.key, o.token, o.ttl)
+			if late != nil {
+				late(v, err)
 			}
 			return
 		}
-		p.reply, p.err = r, err
+		p.value, p.err = v, err
 		close(p.done)
 	}()
 	select {
 	case <-p.done:
-		return p.reply, p.err
+		return p.value, p.err
 	case <-ctx.Done():
 		if p.state.CompareAndSwap(waiting, abandoned) {
-			return reply{}, c.node.wrap(o.kind.String(), o.key, &noAnswerError{contextError(ctx)})
+			return zero, c.node.wrap(op, key, &noAnswerError{contextError(ctx)})
 		}
-		<-p.done // the reply came just now: take it
-		return p.reply, p.err
+		<-p.done // the result came just now: take it
+		return p.value, p.err
 	}
 }
 
-// pending is the hand-over between call and its goroutine: whichever side
-// moves state first decides whether the reply is delivered or abandoned.
-type pending struct {
+// pending is the hand-over between bounded and its goroutine: whichever
+// side moves state first decides whether the result is delivered or
+// abandoned.
+type pending[T any] struct {
 	state atomic.Int32
 	done  chan struct{}
-	reply reply
+	value T
 	err   error
 }
 

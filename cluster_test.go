@@ -19,21 +19,8 @@ import (
 // are tested with the Redlock and Cluster work.
 func TestClusterClient(t *testing.T) {
 	t.Parallel()
-	srv := redistest.NewServer(t, redistest.WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"))
 	ctx := timeout(t, 20*time.Second)
-	admin := srv.Client()
-	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
-		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
-	}
-	for !clusterOK(ctx, admin) {
-		if ctx.Err() != nil {
-			t.Fatal("the cluster did not become ok")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr()}})
-	t.Cleanup(func() { rdb.Close() })
-	locker := newLocker(t, rdb)
+	locker := newLocker(t, newCluster(t))
 
 	for _, key := range []string{"order:42", "{user:7}:cart", "a}b", "a{}b", "订单", "\x00\xff}"} {
 		lock, err := locker.TryObtain(ctx, key, time.Minute)
@@ -53,6 +40,27 @@ func TestClusterClient(t *testing.T) {
 			t.Errorf("Release(%q): %v", key, err)
 		}
 	}
+}
+
+// newCluster starts a one-node Redis Cluster that owns every slot and
+// returns a ClusterClient to it, closed when the test ends.
+func newCluster(t *testing.T) *redis.ClusterClient {
+	t.Helper()
+	srv := redistest.NewServer(t, redistest.WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"))
+	ctx := timeout(t, 20*time.Second)
+	admin := srv.Client()
+	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
+	}
+	for !clusterOK(ctx, admin) {
+		if ctx.Err() != nil {
+			t.Fatal("the cluster did not become ok")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr()}})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
 }
 
 func clusterOK(ctx context.Context, rdb *redis.Client) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,13 +66,44 @@ func (n *node) release(ctx context.Context, key, token string) (reply, error) {
 }
 
 func (n *node) refresh(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return n.exec(ctx, "refresh", refreshScript, []string{key}, token, ttl.Milliseconds())
+	keys := []string{key, sideKey(fenceKind, key)}
+	return n.exec(ctx, "refresh", refreshScript, keys, token, ttl.Milliseconds())
 }
 
 // ttl replies {1, pttl} when the lock is ours (pttl -1: no expiry), {0, 0}
 // when it is not.
 func (n *node) ttl(ctx context.Context, key, token string) (reply, error) {
 	return n.exec(ctx, "ttl", ttlScript, []string{key}, token)
+}
+
+// inspect replies {state, pttl, token, fence} as inspect.lua says, state in
+// code and pttl in value.
+func (n *node) inspect(ctx context.Context, key string) (reply, error) {
+	v, err := n.eval(ctx, inspectScript, []string{key, sideKey(fenceKind, key)})
+	if err != nil {
+		return reply{}, n.wrap("inspect", key, err)
+	}
+	if a, ok := v.([]any); ok && len(a) == 4 {
+		state, ok1 := a[0].(int64)
+		token, ok2 := a[1].(string)
+		pttl, ok3 := a[2].(int64)
+		fence, ok4 := a[3].(string)
+		if ok1 && ok2 && ok3 && ok4 {
+			r := reply{code: state, value: pttl, token: token}
+			if fence != "" {
+				r.fence, err = strconv.ParseInt(fence, 10, 64)
+			}
+			if err == nil {
+				return r, nil
+			}
+		}
+	}
+	return reply{}, n.wrap("inspect", key, fmt.Errorf("unexpected script reply %v", v))
+}
+
+func (n *node) forceRelease(ctx context.Context, key string) (reply, error) {
+	keys := []string{key, sideKey(channelKind, key)}
+	return n.exec(ctx, "force-release", forceReleaseScript, keys)
 }
 
 // exec runs a script and decodes its reply: an integer, or {code, value}.
@@ -88,7 +120,7 @@ func (n *node) exec(ctx context.Context, name string, s *script, keys []string, 
 			code, ok1 := v[0].(int64)
 			value, ok2 := v[1].(int64)
 			if ok1 && ok2 {
-				return reply{code, value}, nil
+				return reply{code: code, value: value}, nil
 			}
 		}
 	}

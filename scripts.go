@@ -18,6 +18,10 @@ var (
 	refreshLua string
 	//go:embed lua/ttl.lua
 	ttlLua string
+	//go:embed lua/inspect.lua
+	inspectLua string
+	//go:embed lua/force_release.lua
+	forceReleaseLua string
 )
 
 var (
@@ -25,6 +29,9 @@ var (
 	releaseScript = newScript(releaseLua)
 	refreshScript = newScript(refreshLua)
 	ttlScript     = newScript(ttlLua)
+
+	inspectScript      = newScript(inspectLua)
+	forceReleaseScript = newScript(forceReleaseLua)
 )
 
 // script is a Lua script and its SHA1 digest, the name EVALSHA knows it by.

@@ -1,0 +1,204 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// LockInfo is what Redis holds for a lock key at one moment, whoever holds
+// it. Inspect and Scan return it; the CLI's status and list show it.
+type LockInfo struct {
+	Key string
+
+	// Held reports whether the key exists as a lock. Keys taken by other
+	// clients with a plain SET NX count too.
+	Held bool
+
+	// TTL is the lock's remaining time to live: 0 when it is not held, -1
+	// when the key has no expiry.
+	TTL time.Duration
+
+	// Token is the holder's token, the key's value. Whoever knows it can
+	// release the lock: show only a prefix of it to people.
+	Token string
+
+	// Fence is the last fencing token handed out for the key, or 0 when
+	// that is no longer known (the lock was not taken by dlock, or its fence
+	// expired with it).
+	Fence int64
+}
+
+// Inspect reports the state of the lock named key, whoever holds it, in one
+// round trip. It changes nothing. A key of another type gives ErrWrongType.
+func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
+	if err := c.checkKey(key); err != nil {
+		return LockInfo{}, err
+	}
+	r, err := c.call(ctx, op{kind: opInspect, key: key})
+	switch {
+	case err != nil:
+		return LockInfo{}, err
+	case r.code == 2:
+		return LockInfo{}, fmt.Errorf("%w: %s exists and is not a string, so it is no lock", ErrWrongType, quoteKey(key))
+	}
+	info := LockInfo{Key: key, Held: r.code == 1, Token: r.token, Fence: r.fence}
+	switch {
+	case !info.Held:
+	case r.value < 0:
+		info.TTL = -1
+	default:
+		info.TTL = time.Duration(r.value) * time.Millisecond
+	}
+	return info, nil
+}
+
+// ForceRelease deletes the lock named key whoever holds it, and tells
+// waiters it is free. It is for operators clearing a lock whose holder is
+// gone for good: a holder that is still working is not told, and from then
+// on shares the resource with the next holder, until its next Refresh or
+// Release returns ErrNotHeld. It reports whether there was a lock to
+// delete, and leaves a key of another type alone (ErrWrongType).
+func (c *Client) ForceRelease(ctx context.Context, key string) (bool, error) {
+	if err := c.checkKey(key); err != nil {
+		return false, err
+	}
+	r, err := c.call(ctx, op{kind: opForceRelease, key: key})
+	switch {
+	case err != nil:
+		return false, err
+	case r.code == 2:
+		return false, fmt.Errorf("%w: %s exists and is not a string, so it is no lock", ErrWrongType, quoteKey(key))
+	}
+	return r.code == 1, nil
+}
+
+func (c *Client) checkKey(key string) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	}
+	return nil
+}
+
+// scanCount is how many keys one SCAN call asks a server to look at.
+const scanCount = 500
+
+// Scan lists the locks held now whose names match pattern, on every primary
+// of a Cluster. The pattern is a Redis glob, as for KEYS and SCAN MATCH:
+// "*" for all, ? * [abc] [^a] [a-z], and a backslash to escape. Scan uses
+// SCAN, never KEYS, so it does not block Redis, and like SCAN it may miss
+// locks taken or released while it runs. It finds the locks taken by dlock
+// (through their fence keys), not those of other clients.
+//
+// The iteration stops at the first error, which it yields.
+func (c *Client) Scan(ctx context.Context, pattern string) iter.Seq2[LockInfo, error] {
+	return func(yield func(LockInfo, error) bool) {
+		if err := c.usable(); err != nil {
+			yield(LockInfo{}, err)
+			return
+		}
+		shards, err := bounded(ctx, c, "scan", pattern, c.node.shards, nil)
+		if err != nil {
+			yield(LockInfo{}, err)
+			return
+		}
+		for _, shard := range shards {
+			if !c.scanShard(ctx, shard, pattern, yield) {
+				return
+			}
+		}
+	}
+}
+
+// scanShard scans one server; it returns false when the iteration must stop.
+func (c *Client) scanShard(ctx context.Context, shard redis.Cmdable, pattern string, yield func(LockInfo, error) bool) bool {
+	var cursor uint64
+	for {
+		type page struct {
+			keys []string
+			next uint64
+		}
+		p, err := bounded(ctx, c, "scan", pattern, func(ctx context.Context) (page, error) {
+			keys, next, err := shard.Scan(ctx, cursor, "dlock:"+fenceKind+"*", scanCount).Result()
+			return page{keys, next}, err
+		}, nil)
+		if err != nil {
+			return yield(LockInfo{}, c.node.wrap("scan", pattern, err))
+		}
+		for _, side := range p.keys {
+			key, ok := lockKeyOf(fenceKind, side)
+			if !ok || !matchPattern(pattern, key) {
+				continue
+			}
+			info, err := c.Inspect(ctx, key)
+			if err != nil || !info.Held {
+				if err == nil {
+					continue // released or expired since
+				}
+				return yield(LockInfo{}, err)
+			}
+			if !yield(info, nil) {
+				return false
+			}
+		}
+		if p.next == 0 {
+			return true
+		}
+		cursor = p.next
+	}
+}
+
+// shards returns the servers to SCAN: every primary of a Cluster, every
+// shard of a Ring, or the one server.
+func (n *node) shards(ctx context.Context) ([]redis.Cmdable, error) {
+	var mu sync.Mutex
+	var shards []redis.Cmdable
+	collect := func(_ context.Context, shard *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		shards = append(shards, shard)
+		return nil
+	}
+	var err error
+	switch c := n.rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, collect)
+	case *redis.Ring:
+		err = c.ForEachShard(ctx, collect)
+	default:
+		shards = append(shards, n.rdb)
+	}
+	return shards, err
+}
+
+// lockKeyOf returns the lock key whose side key of the given kind is side:
+// the inverse of sideKey.
+func lockKeyOf(kind, side string) (string, bool) {
+	rest, ok := strings.CutPrefix(side, "dlock:"+kind)
+	if !ok || rest == "" {
+		return "", false
+	}
+	switch rest[0] {
+	case ':': // the key has a hash tag
+		key := rest[1:]
+		return key, hasHashTag(key)
+	case '{': // the key is the tag
+		key, ok := strings.CutSuffix(rest[1:], "}")
+		return key, ok && key != "" && !strings.Contains(key, "}")
+	case '#': // a slot tag, then the key
+		if !strings.HasPrefix(rest, "#{") {
+			return "", false
+		}
+		_, key, ok := strings.Cut(rest, "}")
+		return key, ok && sideKey(kind, key) == side
+	}
+	return "", false
+}

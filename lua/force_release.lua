@@ -1,0 +1,17 @@
+-- force_release.lua: delete a lock whoever holds it, and wake its waiters.
+-- For operators clearing a lock whose holder is gone for good.
+--
+-- KEYS[1]  the lock key
+-- KEYS[2]  the lock's release channel (same cluster slot as KEYS[1])
+--
+-- Returns 1 when a lock was deleted, 0 when there was none, 2 when the key
+-- holds another type (it is left alone: it is no lock).
+local state = redis.call('TYPE', KEYS[1]).ok
+if state == 'none' then
+  return 0
+elseif state ~= 'string' then
+  return 2
+end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', KEYS[2], '')
+return 1
