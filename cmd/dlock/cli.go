@@ -14,38 +14,71 @@ import (
 	"text/tabwriter"
 )
 
-// Exit statuses.
+// Exit statuses. Those from 64 on are the BSD sysexits.h codes, which
+// cron jobs and their wrappers understand; the run verb also passes on its
+// command's own status.
 const (
-	exitOK    = 0 // done, and every check held
-	exitFail  = 1 // something went wrong at run time: Redis unreachable, an invariant broken
-	exitUsage = 2 // the command line is wrong; the usage was printed
+	exitOK          = 0  // done, and every check held
+	exitFail        = 1  // something went wrong that has no status of its own (the demo: any failure)
+	exitUsage       = 64 // EX_USAGE: the command line is wrong; the error says how
+	exitUnavailable = 69 // EX_UNAVAILABLE: Redis cannot be reached, or failed
+	exitNotObtained = 75 // EX_TEMPFAIL: run: another holder has the lock (default of --conflict-exit-code)
+	exitLockLost    = 76 // run: the lock was lost while the command ran, which was terminated
 )
 
 // A command is one verb of the CLI. It parses its own arguments with its own
-// flag.FlagSet (see newFlagSet) and returns the exit status.
+// flag.FlagSet (see newFlagSet) and returns the exit status. stdin is what a
+// verb that runs a program hands on to it; the others ignore it.
 type command struct {
 	name    string
 	summary string // one line, for dlock's usage
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+	run     func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
 }
 
 // commands lists the verbs of dlock, in the order the usage shows them.
 // Adding a verb is adding an entry here.
 func commands() []command {
 	return []command{
+		{name: "run", summary: "run a command under a lock, once or one at a time across hosts", run: runRun},
+		{name: "status", summary: "show whether a lock is held, for how long, and its last fence", run: runStatus},
+		{name: "list", summary: "list the locks held now", run: runList},
+		{name: "release", summary: "delete a lock whoever holds it (with --force)", run: runRelease},
 		{name: "demo", summary: "run the cases this project started from and check their invariants", run: runDemo},
 	}
 }
 
 // run is the whole program: main only hands it the arguments (without the
-// program name) and the output streams, and exits with what it returns.
-func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return dispatch(ctx, args, stdout, stderr)
+// program name) and the standard streams, and exits with what it returns.
+//
+// SIGINT and SIGTERM cancel ctx, which stops a verb cleanly. The run verb
+// ignores that: it handles them, and SIGHUP, itself, to pass them on to its
+// command (see runRun).
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx := context.Background()
+	if sigs := notIgnored(os.Interrupt, syscall.SIGTERM); len(sigs) > 0 { // none would mean all
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, sigs...)
+		defer stop()
+	}
+	return dispatch(ctx, args, stdin, stdout, stderr)
 }
 
-func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// notIgnored returns those of sigs that are not ignored. A signal ignored
+// when dlock started, as nohup does with SIGHUP and a shell with SIGINT for
+// a background job, must stay ignored, for dlock and for the command that
+// the run verb starts (which inherits that): asking to be notified of it
+// would undo that.
+func notIgnored(sigs ...os.Signal) []os.Signal {
+	var wanted []os.Signal
+	for _, sig := range sigs {
+		if !signal.Ignored(sig) {
+			wanted = append(wanted, sig)
+		}
+	}
+	return wanted
+}
+
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dlock", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {} // printed below, on stdout or stderr as fits
@@ -75,7 +108,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	for _, cmd := range commands() {
 		if cmd.name == verb {
-			return cmd.run(ctx, rest, stdout, stderr)
+			return cmd.run(ctx, rest, stdin, stdout, stderr)
 		}
 	}
 	fmt.Fprintf(stderr, "dlock: unknown command %q\n", verb)
@@ -95,6 +128,7 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprint(w, "\nRun 'dlock <command> --help' for the flags of a command.\n")
+	fmt.Fprintf(w, "A usage error exits with status %d (EX_USAGE); each command's help gives the others.\n", exitUsage)
 }
 
 // newFlagSet returns the FlagSet of a verb, whose usage reads

@@ -65,12 +65,12 @@ func TestDemoUnreachable(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 3*time.Second {
 		t.Errorf("took %v to give up, want under 3s", elapsed)
 	}
-	if code != exitFail {
-		t.Errorf("exit status %d, want %d", code, exitFail)
+	if code != exitUnavailable {
+		t.Errorf("exit status %d, want %d", code, exitUnavailable)
 	}
 	want := "dlock: cannot reach redis at redis://127.0.0.1:1/0: "
-	if !strings.HasPrefix(stderr, want) || !strings.Contains(stderr, "is redis-server running?") {
-		t.Errorf("stderr = %q, want %q... is redis-server running?", stderr, want)
+	if !strings.HasPrefix(stderr, want) || !strings.Contains(stderr, "is redis-server running, and is --redis right?") {
+		t.Errorf("stderr = %q, want %q... is redis-server running, and is --redis right?", stderr, want)
 	}
 	if stdout != "" {
 		t.Errorf("stdout should be empty:\n%s", stdout)
@@ -127,8 +127,8 @@ func TestDemoPassword(t *testing.T) {
 	srv := redistest.NewServer(t, redistest.WithArgs("--requirepass", "s3cret"))
 
 	code, stdout, stderr := runCLI(t, "demo", "--redis", "redis://default:n0tit@"+srv.Addr()+"/0")
-	if code != exitFail || !strings.Contains(stderr, "check the user and password") {
-		t.Errorf("wrong password: exit status %d, stderr %q; want %d and advice to check the password", code, stderr, exitFail)
+	if code != exitUnavailable || !strings.Contains(stderr, "check the user and password") {
+		t.Errorf("wrong password: exit status %d, stderr %q; want %d and advice to check the password", code, stderr, exitUnavailable)
 	}
 	if strings.Contains(stdout+stderr, "n0tit") {
 		t.Errorf("wrong password: printed the password:\n%s%s", stdout, stderr)

@@ -6,17 +6,23 @@
 //
 // Commands:
 //
+//	run     run a command under a lock, so that it runs once, or one at a
+//	        time, across hosts: a distributed flock for cron jobs, as in
+//	        dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report
 //	demo    run the cases this project started from (a cron job on two hosts,
 //	        a double-clicked pay button, a flash sale, a lock that expires
 //	        under a slow holder) and check that each one's invariant holds
 //
-// Run "dlock <command> --help" for a command's flags. The exit status is 0 on
-// success, 1 when something failed (Redis unreachable, an invariant broken),
-// and 2 for a usage error.
+// Run "dlock <command> --help" for a command's flags and exit statuses.
+// A usage error exits with 64 (EX_USAGE). The run command exits with its
+// command's own status when that ran, 75 (EX_TEMPFAIL) when another holder
+// had the lock, 76 when the lock was lost while the command ran, and 69
+// (EX_UNAVAILABLE) when Redis could not be reached. The demo exits with 1
+// when something failed (Redis unreachable, an invariant broken).
 package main
 
 import "os"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

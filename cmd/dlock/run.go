@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dlock-go/dlock"
+)
+
+const runSynopsis = "--key KEY [flags] -- COMMAND [ARGS...]"
+
+const runAbout = `run runs COMMAND under a lock on Redis, so that it runs once, or one at a
+time, across hosts: a distributed flock for cron jobs. When another holder
+has the lock, COMMAND does not run; with --wait, it runs when the lock comes
+free, if that is soon enough.
+
+While COMMAND runs, the lock is renewed every third of --ttl. If it is lost
+all the same (Redis down or paused past the ttl, the key deleted), COMMAND's
+process group gets SIGTERM, and SIGKILL --grace later. SIGINT, SIGTERM and
+SIGHUP sent to dlock are passed on to COMMAND's process group (so COMMAND
+cannot read from a terminal), and dlock waits for COMMAND to exit. Then,
+however COMMAND ended, dlock releases the lock, or with --min-hold keeps it
+until that long after it was obtained.
+
+Give a quick job --min-hold: released at once, the lock would be free when
+a host whose clock is a little behind fires the same cron entry, and the job
+would run twice. In a crontab:
+
+  0 2 * * * dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report`
+
+const runNotes = `COMMAND's environment is dlock's, plus:
+  DLOCK_KEY    the lock's key
+  DLOCK_TOKEN  the holder's token, the key's value in Redis (a secret: it releases the lock)
+  DLOCK_FENCE  the fencing token: larger than that of every earlier holder of the key
+
+Environment:
+  DLOCK_REDIS           the Redis URL, when no --redis is given
+  DLOCK_REDIS_PASSWORD  the password, when the URL has none
+
+Exit status:
+  COMMAND's  when it ran: its own, 128+N if signal N killed it,
+             127 if it was not found, 126 if it could not be started
+  75         the lock was not obtained: another holder has it (--conflict-exit-code)
+  76         the lock was lost while COMMAND ran, and COMMAND was terminated
+  64         usage error: a bad flag, no --key, no -- before COMMAND, a bad URL
+  69         Redis could not be reached, or failed
+  128+N      dlock got signal N before COMMAND started
+
+Without -v, dlock prints only errors, and, when stderr is a terminal, why
+COMMAND did not run and how long a wait has left.`
+
+// runExample is the command line that usage errors show.
+const runExample = "dlock run --key nightly -- /usr/local/bin/report"
+
+const (
+	// minRunTTL is the shortest --ttl: renewed every third of it, the lock
+	// needs time for a round trip to Redis and for a retry.
+	minRunTTL = 100 * time.Millisecond
+	// redisTimeout bounds the first contact with Redis, the first attempt
+	// to obtain the lock, and the release: Redis answers in milliseconds,
+	// or is in trouble.
+	redisTimeout = 3 * time.Second
+)
+
+// runConfig is what the command line of the run verb asks for.
+type runConfig struct {
+	key          string
+	ttl          time.Duration
+	wait         time.Duration // 0: try once
+	minHold      time.Duration
+	grace        time.Duration
+	conflictCode int
+	verbose      bool
+	redis        redisServer
+	command      []string
+}
+
+// runRun is the run verb. Once its flags are parsed it handles SIGINT,
+// SIGTERM and SIGHUP itself and ignores the cancellation of ctx, which the
+// same signals cause: before the command starts a signal stops dlock, after
+// it is passed on to the command, and dlock goes on to wait for the command
+// and to release the lock.
+func runRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, code, done := parseRunArgs(args, os.Getenv, stdout, stderr)
+	if done {
+		return code
+	}
+	r := &runner{runConfig: cfg, stdin: stdin, stdout: stdout, stderr: stderr}
+	if _, isFile := stderr.(*os.File); !isFile {
+		// The command writes to stderr from a goroutine of os/exec;
+		// a file it inherits instead, and writes to it itself.
+		r.stderr = &lockedWriter{w: stderr}
+	}
+	r.tty = isTerminal(stderr)
+	return r.run(context.WithoutCancel(ctx))
+}
+
+// parseRunArgs parses the command line of the run verb. When done, the verb
+// must return code at once. getenv is os.Getenv, or a stand-in in tests.
+func parseRunArgs(args []string, getenv func(string) string, stdout, stderr io.Writer) (cfg runConfig, code int, done bool) {
+	fs := newFlagSet("run", runSynopsis, runAbout)
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprintf(fs.Output(), "\n%s\n", runNotes)
+	}
+	var urls redisURLs
+	fs.StringVar(&cfg.key, "key", "", "the lock's `KEY` in Redis (required): name the job, as in nightly-report")
+	fs.DurationVar(&cfg.ttl, "ttl", 30*time.Second, "the lock's time to live; it is renewed every third of it while COMMAND runs")
+	fs.DurationVar(&cfg.wait, "wait", 0, "how long to wait for the lock while another holder has it; 0 tries once")
+	fs.Var(&urls, "redis", "the Redis server at `URL`, redis://[user:password@]host:port[/db], or rediss://... for TLS\n(default $"+envRedis+", else "+defaultRedisURL+")")
+	fs.DurationVar(&cfg.minHold, "min-hold", 0, "keep the lock at least this long after obtaining it, even if COMMAND ends sooner,\nso that a host whose clock is behind finds it taken and does not run the job again")
+	fs.DurationVar(&cfg.grace, "grace", 10*time.Second, "after the lock is lost, how long COMMAND has between SIGTERM and SIGKILL")
+	fs.IntVar(&cfg.conflictCode, "conflict-exit-code", exitNotObtained, "the exit `status` when another holder has the lock")
+	fs.BoolVar(&cfg.verbose, "v", false, "say on stderr what happens: obtained, renewed, released...")
+
+	flagArgs, command, hasDashes := cutDashes(args)
+	if code, done := parseFlags(fs, flagArgs, len(flagArgs), stdout, stderr); done {
+		return cfg, code, true
+	}
+	cfg.command = command
+	if err := cfg.check(fs.Args(), hasDashes); err != "" {
+		fmt.Fprintf(stderr, "dlock run: %s\n", err)
+		return cfg, exitUsage, true
+	}
+	var err error
+	if cfg.redis, err = pickRedis(urls, getenv); err != nil {
+		fmt.Fprintln(stderr, err)
+		return cfg, exitUsage, true
+	}
+	return cfg, exitOK, false
+}
+
+// cutDashes splits args at the first "--" into the flags and the command.
+func cutDashes(args []string) (flags, command []string, found bool) {
+	for i, arg := range args {
+		if arg == "--" {
+			return args[:i], args[i+1:], true
+		}
+	}
+	return args, nil, false
+}
+
+// check returns what is wrong with cfg, or "". extra are the arguments
+// left before "--" once the flags were parsed.
+func (cfg *runConfig) check(extra []string, hasDashes bool) string {
+	switch {
+	case !hasDashes && len(extra) > 0:
+		return "put -- before the command, as in: " + runExample
+	case !hasDashes:
+		return "no command given; put it after --, as in: " + runExample
+	case len(extra) > 0:
+		return fmt.Sprintf("unexpected argument %q before --: flags go before --, the command after it, as in: %s", extra[0], runExample)
+	case len(cfg.command) == 0:
+		return "no command after --; as in: " + runExample
+	case cfg.key == "":
+		return "--key is required: name the lock, as in: " + runExample
+	case cfg.ttl < minRunTTL:
+		return fmt.Sprintf("--ttl must be at least %v, not %v", minRunTTL, cfg.ttl)
+	case cfg.wait < 0:
+		return fmt.Sprintf("--wait must not be negative, not %v", cfg.wait)
+	case cfg.minHold < 0:
+		return fmt.Sprintf("--min-hold must not be negative, not %v", cfg.minHold)
+	case cfg.grace < 0:
+		return fmt.Sprintf("--grace must not be negative, not %v", cfg.grace)
+	case cfg.conflictCode < 0 || cfg.conflictCode > 255:
+		return fmt.Sprintf("--conflict-exit-code must be from 0 to 255, not %d", cfg.conflictCode)
+	}
+	return ""
+}
+
+// A runner runs one command under one lock: the run verb once its command
+// line is parsed.
+type runner struct {
+	runConfig
+	stdin          io.Reader
+	stdout, stderr io.Writer // stderr is safe for concurrent use
+	tty            bool      // stderr is a terminal
+}
+
+// run obtains the lock, runs the command and releases the lock, and returns
+// the exit status. ctx is never cancelled: signals arrive on a channel.
+func (r *runner) run(ctx context.Context) int {
+	sigs := make(chan os.Signal, 8)
+	if caught := notIgnored(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP); len(caught) > 0 { // none would mean all
+		signal.Notify(sigs, caught...)
+		defer signal.Stop(sigs)
+	}
+	before, interrupted := cancelOnSignal(ctx, sigs) // until the command starts
+
+	if r.redis.opts.ReadTimeout == 0 && r.redis.opts.WriteTimeout == 0 { // not set in the URL
+		// An answer later than this is of no use to the renewal, and the
+		// calls it gives up on end no later than this.
+		r.redis.opts.ReadTimeout = min(redisTimeout, r.ttl/3)
+		r.redis.opts.WriteTimeout = r.redis.opts.ReadTimeout
+	}
+	rdb, err := connect(before, r.redis, redisTimeout)
+	if err != nil {
+		if sig := interrupted(); sig != nil {
+			return signalStatus(sig)
+		}
+		fmt.Fprintln(r.stderr, err)
+		return exitUnavailable
+	}
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close() // before rdb.Close: it waits for calls given up on
+
+	lock, code := r.obtain(before, rdb, locker)
+	obtained := time.Now()
+	sig := interrupted()
+	switch {
+	case sig != nil:
+		if lock != nil {
+			r.release(ctx, lock)
+		}
+		r.inform("got %s before %s started; not running it", signalName(sig), r.commandLine())
+		return signalStatus(sig)
+	case lock == nil:
+		return code
+	}
+	return r.runLocked(ctx, lock, obtained, sigs)
+}
+
+// cancelOnSignal returns a context that the first signal on sigs cancels,
+// until stop is called. stop returns that signal, or nil.
+func cancelOnSignal(parent context.Context, sigs <-chan os.Signal) (ctx context.Context, stop func() os.Signal) {
+	ctx, cancel := context.WithCancelCause(parent)
+	quit, done := make(chan struct{}), make(chan struct{})
+	var got os.Signal
+	go func() {
+		defer close(done)
+		select {
+		case got = <-sigs:
+			cancel(fmt.Errorf("dlock: got %v", got))
+		case <-quit:
+		}
+	}()
+	return ctx, sync.OnceValue(func() os.Signal {
+		close(quit)
+		<-done
+		cancel(nil)
+		return got
+	})
+}
+
+// errorf prints an error: always.
+func (r *runner) errorf(format string, args ...any) {
+	fmt.Fprintf(r.stderr, "dlock: "+format+"\n", args...)
+}
+
+// inform prints what a person at a terminal wants to know: with -v, or when
+// stderr is a terminal.
+func (r *runner) inform(format string, args ...any) {
+	if r.verbose || r.tty {
+		r.errorf(format, args...)
+	}
+}
+
+// logf prints what happens, with -v.
+func (r *runner) logf(format string, args ...any) {
+	if r.verbose {
+		r.errorf(format, args...)
+	}
+}
+
+// commandLine returns the command for messages: quoted, and shortened if long.
+func (r *runner) commandLine() string {
+	const maxLen = 60
+	line := strings.Join(r.command, " ")
+	if utf8.RuneCountInString(line) > maxLen {
+		line = string([]rune(line)[:maxLen-3]) + "..."
+	}
+	return strconv.Quote(line)
+}
+
+// errText returns the message of err without the "dlock: " that messages
+// of this CLI already start with.
+func errText(err error) string {
+	return strings.TrimPrefix(err.Error(), "dlock: ")
+}
+
+// isTerminal reports whether w is a terminal. /dev/null, a character device
+// too, is not.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	if err != nil || info.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(info, null)
+}
+
+// lockedWriter makes a writer safe for concurrent use.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

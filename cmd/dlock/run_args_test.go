@@ -1,0 +1,103 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRunUsage checks the run verb's mistakes that need no Redis, and one
+// that needs an unreachable one. It runs dlock in this process.
+func TestRunUsage(t *testing.T) {
+	t.Parallel()
+	const dashes = "put -- before the command, as in: dlock run --key nightly -- /usr/local/bin/report"
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string // a part of what is printed on stderr
+	}{
+		{"nothing", []string{"run"}, exitUsage, "dlock run: no command given; put it after --, as in: dlock run --key nightly -- /usr/local/bin/report\n"},
+		{"no dashes", []string{"run", "--key", "k", "echo", "hi"}, exitUsage, "dlock run: " + dashes + "\n"},
+		{"no command", []string{"run", "--key", "k", "--"}, exitUsage, "dlock run: no command after --"},
+		{"no key", []string{"run", "--", "echo", "hi"}, exitUsage, "dlock run: --key is required: name the lock, as in: "},
+		{"empty key", []string{"run", "--key", "", "--", "echo"}, exitUsage, "--key is required"},
+		{"argument before dashes", []string{"run", "--key", "k", "now", "--", "echo"}, exitUsage, `unexpected argument "now" before --`},
+		{"unknown flag", []string{"run", "--frob", "--", "echo"}, exitUsage, "dlock run: flag provided but not defined: -frob\n"},
+		{"fair", []string{"run", "--fair", "--key", "k", "--", "echo"}, exitUsage, "flag provided but not defined: -fair"},
+		{"bad duration", []string{"run", "--ttl", "soon", "--key", "k", "--", "echo"}, exitUsage, `invalid value "soon" for flag -ttl`},
+		{"short ttl", []string{"run", "--ttl", "10ms", "--key", "k", "--", "echo"}, exitUsage, "--ttl must be at least 100ms, not 10ms"},
+		{"negative wait", []string{"run", "--wait", "-1s", "--key", "k", "--", "echo"}, exitUsage, "--wait must not be negative"},
+		{"negative min-hold", []string{"run", "--min-hold", "-1s", "--key", "k", "--", "echo"}, exitUsage, "--min-hold must not be negative"},
+		{"negative grace", []string{"run", "--grace", "-1s", "--key", "k", "--", "echo"}, exitUsage, "--grace must not be negative"},
+		{"exit code too large", []string{"run", "--conflict-exit-code", "256", "--key", "k", "--", "echo"}, exitUsage, "--conflict-exit-code must be from 0 to 255, not 256"},
+		{"bad URL", []string{"run", "--key", "k", "--redis", "http://x", "--", "echo"}, exitUsage, "dlock: bad --redis URL http://x: redis: invalid URL scheme: http; want redis://"},
+		{"several URLs", []string{"run", "--key", "k", "--redis", "redis://a:1", "--redis", "redis://b:2", "--", "echo"}, exitUsage,
+			"dlock: several --redis URLs make a Redlock quorum, which this version of dlock does not support yet\n"},
+		{"unreachable", []string{"run", "--key", "k", "--redis", "redis://127.0.0.1:1/0", "--", "echo"}, exitUnavailable,
+			"dlock: cannot reach redis at redis://127.0.0.1:1/0: dial tcp 127.0.0.1:1: connect: connection refused; is redis-server running, and is --redis right?\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tt.args...)
+			if code != tt.code || !strings.Contains(stderr, tt.stderr) || stdout != "" {
+				t.Errorf("exit status %d, want %d; stderr does not contain %q, or stdout is not empty\nstdout:\n%s\nstderr:\n%s",
+					code, tt.code, tt.stderr, stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestRunHelp checks that the help of the run verb explains what a cron
+// user needs.
+func TestRunHelp(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "run", "--help")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit status %d, stderr %q; want 0 and nothing", code, stderr)
+	}
+	for _, want := range []string{
+		"Usage: dlock run --key KEY [flags] -- COMMAND [ARGS...]",
+		"0 2 * * * dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report",
+		"-conflict-exit-code", "-grace", "-key KEY", "-min-hold", "-redis URL", "-ttl", "-v", "-wait",
+		"DLOCK_KEY", "DLOCK_TOKEN", "DLOCK_FENCE", "DLOCK_REDIS ", "DLOCK_REDIS_PASSWORD",
+		"\n  75 ", "\n  76 ", "\n  64 ", "\n  69 ", "128+N",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the help does not contain %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(stdout)
+	}
+	if _, helpRun, _ := runCLI(t, "help", "run"); helpRun != stdout {
+		t.Error(`"dlock help run" differs from "dlock run --help"`)
+	}
+}
+
+// TestRunPasswordNotPrinted checks the paths of the run verb that print a
+// URL: a server that cannot be reached, and URLs that do not parse.
+func TestRunPasswordNotPrinted(t *testing.T) {
+	t.Parallel()
+	urls := []string{
+		"redis://user:s3cret@127.0.0.1:1/0",
+		"rediss://:s3cret@127.0.0.1:1/0",
+		"redis://user:s3cret@127.0.0.1:1/x",
+		"redis://127.0.0.1:1/0?password=s3cret",
+		"redis://user:s3cret@127.0.0.1:bad/0",
+		"redis://user:s3cret@[::1/0",
+		"http://user:s3cret@x",
+	}
+	for _, url := range urls {
+		code, stdout, stderr := runCLI(t, "run", "--key", "k", "--redis", url, "--", "true")
+		if code == exitOK || stderr == "" {
+			t.Errorf("--redis %s: exit status %d, stderr %q; want an error", url, code, stderr)
+		}
+		if strings.Contains(stdout+stderr, "s3cret") {
+			t.Errorf("--redis %s printed the password:\nstdout: %s\nstderr: %s", url, stdout, stderr)
+		}
+	}
+	// Two --redis are a usage error that must not quote them either.
+	_, stdout, stderr := runCLI(t, "run", "--key", "k", "--redis", urls[0], "--redis", urls[1], "--", "true")
+	if strings.Contains(stdout+stderr, "s3cret") {
+		t.Errorf("two --redis printed the password:\n%s%s", stdout, stderr)
+	}
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// Exit statuses of a command that did not run, as shells have them.
+const (
+	exitCannotExecute = 126 // found, but could not be started
+	exitNotFound      = 127 // not found
+)
+
+// A child is the command running under the lock.
+type child struct {
+	pid    int
+	exited chan *os.ProcessState // receives once, when the command has exited
+}
+
+// runLocked runs the command while it holds the lock, then releases the lock
+// (or keeps it for --min-hold) and returns the exit status. sigs are the
+// signals dlock receives; they are passed on to the command.
+func (r *runner) runLocked(ctx context.Context, lock *dlock.Lock, obtained time.Time, sigs <-chan os.Signal) int {
+	c, err := r.start(lock)
+	if err != nil {
+		r.errorf("cannot run %s: %v", r.commandLine(), err)
+		r.release(ctx, lock)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			return exitNotFound
+		}
+		return exitCannotExecute
+	}
+	renewal := startRenewer(ctx, lock, r.ttl, r.logf)
+	status, lost := r.supervise(c, renewal, sigs)
+	renewal.Stop()
+	switch {
+	case lost:
+		return exitLockLost // the lock is not ours: nothing to release
+	case renewal.Err() != nil: // lost as the command exited
+		r.errorf("lost the lock on %q before %s ended: %s", r.key, r.commandLine(), errText(renewal.Err()))
+		return status
+	}
+	r.releaseOrHold(ctx, lock, obtained)
+	return status
+}
+
+// start starts the command in a process group of its own, with the lock's
+// key, token and fence in its environment, and dlock's standard streams.
+func (r *runner) start(lock *dlock.Lock) (*child, error) {
+	cmd := exec.Command(r.command[0], r.command[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdin, r.stdout, r.stderr
+	cmd.Env = append(os.Environ(),
+		"DLOCK_KEY="+lock.Key(),
+		"DLOCK_TOKEN="+lock.Token(),
+		"DLOCK_FENCE="+strconv.FormatInt(lock.Fence(), 10),
+	)
+	ownProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	r.logf("started %s (pid %d)", r.commandLine(), cmd.Process.Pid)
+	c := &child{pid: cmd.Process.Pid, exited: make(chan *os.ProcessState, 1)}
+	go func() {
+		_ = cmd.Wait() // an exit status other than 0 is not an error here; the state tells
+		c.exited <- cmd.ProcessState
+	}()
+	return c, nil
+}
+
+// signal sends sig to the command's process group.
+func (c *child) signal(sig syscall.Signal) {
+	_ = signalGroup(c.pid, sig) // fails only if the group is gone: nothing to signal
+}
+
+// supervise waits for the command to exit, passing on the signals dlock
+// gets, and terminating the command if the lock is lost. It returns the
+// command's exit status, and whether the lock was lost.
+func (r *runner) supervise(c *child, renewal *renewer, sigs <-chan os.Signal) (status int, lost bool) {
+	lostLock := renewal.Lost()
+	var kill <-chan time.Time // after --grace, once the lock is lost
+	for {
+		select {
+		case state := <-c.exited:
+			status := exitStatus(state)
+			r.logf("%s exited with status %d", r.commandLine(), status)
+			return status, lost
+		case sig := <-sigs:
+			r.logf("passing %s on to %s", signalName(sig), r.commandLine())
+			if s, ok := sig.(syscall.Signal); ok {
+				c.signal(s)
+			}
+		case <-lostLock:
+			lostLock, lost = nil, true
+			r.errorf("lost the lock on %q while %s was running: %s; terminating it",
+				r.key, r.commandLine(), errText(renewal.Err()))
+			c.signal(syscall.SIGTERM)
+			kill = time.After(r.grace)
+		case <-kill:
+			kill = nil
+			r.errorf("%s did not exit within --grace %v of SIGTERM; killing it", r.commandLine(), r.grace)
+			c.signal(syscall.SIGKILL)
+		}
+	}
+}
+
+// releaseOrHold releases the lock after the command ended or, if it ended
+// within --min-hold of obtaining the lock, leaves it to expire when that is
+// over, so that a host whose cron fires a little later finds it taken.
+func (r *runner) releaseOrHold(ctx context.Context, lock *dlock.Lock, obtained time.Time) {
+	left := time.Until(obtained.Add(r.minHold))
+	if left <= time.Millisecond {
+		r.release(ctx, lock)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	defer cancel()
+	if err := lock.Refresh(ctx, left); err != nil {
+		r.errorf("could not keep the lock on %q for --min-hold %v: %s", r.key, r.minHold, errText(err))
+		return
+	}
+	r.logf("keeping the lock on %q for %v more (--min-hold %v); it expires then", r.key, left.Round(time.Millisecond), r.minHold)
+}
+
+// release releases the lock, and says so if it cannot.
+func (r *runner) release(ctx context.Context, lock *dlock.Lock) {
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	defer cancel()
+	switch err := lock.Release(ctx); {
+	case errors.Is(err, dlock.ErrNotHeld):
+		r.errorf("the lock on %q was lost before %s ended: %s", r.key, r.commandLine(), errText(err))
+	case err != nil:
+		r.errorf("could not release the lock on %q: %s; it expires within %v", r.key, errText(err), r.ttl)
+	default:
+		r.logf("released the lock on %q", r.key)
+	}
+}
+
+// exitStatus returns the exit status of a command as a shell gives it:
+// 128+N if signal N killed it.
+func exitStatus(state *os.ProcessState) int {
+	if state == nil { // not waited for: cannot happen after a successful Start
+		return exitFail
+	}
+	if code := state.ExitCode(); code >= 0 {
+		return code
+	}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return exitFail
+}
+
+// signalName returns the name of the signals that dlock passes on, as in
+// "SIGTERM", and the description of others.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return sig.String()
+}
+
+// signalStatus is the exit status of dlock stopped by sig, as a shell would
+// report a process killed by it.
+func signalStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return exitFail
+}

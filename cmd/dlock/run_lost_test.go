@@ -1,0 +1,108 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock/redistest"
+)
+
+// TestRunLockDeleted deletes the lock's key under a running command: dlock
+// notices at its next renewal, terminates the command's whole process group,
+// and exits with 76.
+func TestRunLockDeleted(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := startDlock(t, nil, "run", "--ttl", "1s", "--key", "job", "--redis", srv.URL(),
+		"--", "sh", "-c", `sleep 30 & echo $! > "$1"; wait`, "sh", pidFile)
+	waitUntil(t, "the command to start", func() bool { return exists(pidFile) })
+	if err := srv.Client().Del(t.Context(), "job").Err(); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+
+	o := p.wait(t)
+	checkCode(t, o, 76)
+	if took := time.Since(deleted); took > 3*time.Second {
+		t.Errorf("took %v after the key was deleted to end, want a renewal period (1s/3) and a little", took)
+	}
+	want := `dlock: lost the lock on "job" while "sh -c sleep 30 & echo $! > \"$1\"; wait sh /`
+	if !strings.HasPrefix(o.stderr, want) || !strings.Contains(o.stderr, "; terminating it\n") {
+		t.Errorf("stderr = %q, want %q...; terminating it", o.stderr, want)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the command's background sleep to be terminated", func() bool { return !alive(pid) })
+}
+
+// alive reports whether process pid runs: it exists and is not a zombie
+// waiting for a parent (perhaps a container's init) to reap it.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no /proc: kill said it exists
+	}
+	i := bytes.LastIndexByte(stat, ')') // after the command name, which may hold anything
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+// TestRunRedisPaused pauses Redis under a running command, longer than the
+// ttl: dlock cannot renew the lock, gives it up when its validity has passed,
+// and exits with 76 soon after.
+func TestRunRedisPaused(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	rdb := srv.Client()
+	p := startDlock(t, nil, "run", "--ttl", "1s", "--key", "job", "--redis", srv.URL(), "--", "sleep", "30")
+	waitUntil(t, "the lock", func() bool { return rdb.Exists(t.Context(), "job").Val() == 1 })
+	srv.Pause()
+	paused := time.Now()
+	o := p.wait(t)
+	took := time.Since(paused)
+	srv.Resume()
+
+	checkCode(t, o, 76)
+	if took > 2500*time.Millisecond {
+		t.Errorf("took %v after Redis was paused to end, want under the ttl (1s) and a little", took)
+	}
+	if !strings.Contains(o.stderr, `dlock: lost the lock on "job" while "sleep 30" was running: it expired, as renewing it failed: `) {
+		t.Errorf("stderr does not say the lock was lost:\n%s", o.stderr)
+	}
+}
+
+// TestRunGrace checks that a command that ignores SIGTERM gets SIGKILL
+// --grace after the lock was lost.
+func TestRunGrace(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	p := startDlock(t, nil, "run", "--ttl", "1s", "--grace", "300ms", "--key", "job", "--redis", srv.URL(),
+		"--", "sh", "-c", `trap "" TERM; touch "$1"; sleep 30`, "sh", ready)
+	waitUntil(t, "the command to start", func() bool { return exists(ready) })
+	srv.Client().Del(t.Context(), "job")
+	o := p.wait(t)
+	checkCode(t, o, 76)
+	if !strings.Contains(o.stderr, "did not exit within --grace 300ms of SIGTERM; killing it") {
+		t.Errorf("stderr does not say the command was killed:\n%s", o.stderr)
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dlock-go/dlock"
+	"github.com/redis/go-redis/v9"
+)
+
+// waitRedraw is how often the line that shows a wait on a terminal is
+// redrawn.
+const waitRedraw = 250 * time.Millisecond
+
+// obtain obtains the lock: one attempt, and with --wait more until the wait
+// is over. Without the lock it returns the exit status, having said why.
+// When ctx is cancelled (by a signal) it says nothing: the caller knows.
+func (r *runner) obtain(ctx context.Context, rdb *redis.Client, locker *dlock.Client) (*dlock.Lock, int) {
+	start := time.Now()
+	tryCtx, cancel := context.WithTimeout(ctx, redisTimeout)
+	lock, err := locker.TryObtain(tryCtx, r.key, r.ttl)
+	cancel()
+	waited := false
+	if errors.Is(err, dlock.ErrNotObtained) && r.wait > 0 && ctx.Err() == nil {
+		lock, err = r.waitFor(ctx, rdb, locker, start.Add(r.wait))
+		waited = true
+	}
+	switch {
+	case err == nil && waited:
+		r.logf("obtained the lock on %q after waiting %v (fence %d, ttl %v)",
+			r.key, time.Since(start).Round(time.Millisecond), lock.Fence(), r.ttl)
+		return lock, exitOK
+	case err == nil:
+		r.logf("obtained the lock on %q (fence %d, ttl %v)", r.key, lock.Fence(), r.ttl)
+		return lock, exitOK
+	case ctx.Err() != nil:
+		return nil, exitFail // interrupted
+	case errors.Is(err, dlock.ErrNotObtained) && waited:
+		r.inform("the lock on %q is still held by another holder after waiting %v; not running %s", r.key, r.wait, r.commandLine())
+		return nil, r.conflictCode
+	case errors.Is(err, dlock.ErrNotObtained):
+		r.inform("the lock on %q is held by another holder; not running %s", r.key, r.commandLine())
+		return nil, r.conflictCode
+	case errors.Is(err, dlock.ErrWrongType):
+		r.errorf("the key %q holds another type of Redis value, not a lock; give --key another name", r.key)
+		return nil, exitUsage
+	}
+	r.errorf("could not obtain the lock on %q at %s: %s", r.key, r.redis.shown, errText(err))
+	return nil, exitUnavailable
+}
+
+// waitFor waits for the lock until deadline. On a terminal it shows how long
+// the holder and the wait have left, in one line redrawn in place.
+func (r *runner) waitFor(ctx context.Context, rdb *redis.Client, locker *dlock.Client, deadline time.Time) (*dlock.Lock, error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if r.tty {
+		stop := showWait(ctx, rdb, r.key, deadline, r.stderr)
+		defer stop()
+	} else {
+		r.logf("the lock on %q is held by another holder; waiting up to %v", r.key, r.wait)
+	}
+	return locker.Obtain(ctx, r.key, r.ttl)
+}
+
+// showWait starts redrawing, every waitRedraw until stop is called, a line
+// on the terminal w that says how long the holder of key has left (a raw
+// PTTL) and how long until deadline. stop erases the line.
+func showWait(ctx context.Context, rdb *redis.Client, key string, deadline time.Time, w io.Writer) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(waitRedraw)
+		defer ticker.Stop()
+		width := 0
+		for {
+			pttlCtx, cancel := context.WithTimeout(ctx, waitRedraw)
+			holder, err := rdb.PTTL(pttlCtx, key).Result()
+			cancel()
+			line := waitLine(key, holder, err, time.Until(deadline))
+			width = max(width, utf8.RuneCountInString(line))
+			fmt.Fprintf(w, "\r%-*s", width, line)
+			select {
+			case <-quit:
+				fmt.Fprintf(w, "\r%*s\r", width, "")
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
+
+// waitLine is the line showWait draws: holder is the PTTL of the key, or
+// its error; left is what remains of the wait.
+func waitLine(key string, holder time.Duration, err error, left time.Duration) string {
+	var held string
+	switch {
+	case err != nil:
+		held = "held by another holder"
+	case holder == -2: // the key is gone: the lock is ours in a moment, or a rival's
+		held = "free now"
+	case holder < 0:
+		held = "held by another holder with no expiry"
+	default:
+		held = "held by another holder for " + seconds(holder) + " more"
+	}
+	return fmt.Sprintf("dlock: waiting for the lock on %q, %s; giving up in %s", key, held, seconds(left))
+}
+
+// seconds formats d in seconds to a tenth, as "2.5s", and negative as 0.
+func seconds(d time.Duration) string {
+	return fmt.Sprintf("%.1fs", max(d, 0).Seconds())
+}
