@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// tokenShown is how much of a holder's token status and list show: enough to
+// tell holders apart, too little to release their lock.
+const tokenShown = 6
+
+// lockJSON is the --json form of one lock, for scripts.
+type lockJSON struct {
+	Key         string `json:"key"`
+	Held        bool   `json:"held"`
+	TTLMillis   int64  `json:"ttl_ms"`          // -1: no expiry; 0 when not held
+	Fence       int64  `json:"fence,omitempty"` // the last fence handed out, if known
+	TokenPrefix string `json:"token_prefix,omitempty"`
+}
+
+func toJSON(info dlock.LockInfo) lockJSON {
+	return lockJSON{
+		Key:         info.Key,
+		Held:        info.Held,
+		TTLMillis:   info.TTL.Milliseconds(),
+		Fence:       info.Fence,
+		TokenPrefix: tokenPrefix(info.Token),
+	}
+}
+
+// tokenPrefix returns the start of a token, or "" for none.
+func tokenPrefix(token string) string {
+	if len(token) <= tokenShown {
+		return token
+	}
+	return token[:tokenShown]
+}
+
+func showTTL(ttl time.Duration) string {
+	if ttl < 0 {
+		return "no expiry"
+	}
+	return ttl.Round(time.Millisecond).String()
+}
+
+func showFence(fence int64) string {
+	if fence == 0 {
+		return "unknown"
+	}
+	return strconv.FormatInt(fence, 10)
+}
+
+// printStatus writes what dlock status shows of one lock.
+func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(toJSON(info))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "key:\t%q\n", info.Key)
+	if !info.Held {
+		fmt.Fprintf(tw, "held:\tno\n")
+		if info.Fence != 0 {
+			fmt.Fprintf(tw, "last fence:\t%d\n", info.Fence)
+		}
+		return tw.Flush()
+	}
+	fmt.Fprintf(tw, "held:\tyes\n")
+	fmt.Fprintf(tw, "ttl:\t%s\n", showTTL(info.TTL))
+	fmt.Fprintf(tw, "fence:\t%s\n", showFence(info.Fence))
+	fmt.Fprintf(tw, "token:\t%s…\n", tokenPrefix(info.Token))
+	return tw.Flush()
+}
+
+// listLocks writes the locks that match pattern, as a table or a JSON array.
+func listLocks(ctx context.Context, w io.Writer, locker *dlock.Client, pattern string, asJSON bool) error {
+	var locks []dlock.LockInfo
+	for info, err := range locker.Scan(ctx, pattern) {
+		if err != nil {
+			return err
+		}
+		locks = append(locks, info)
+	}
+	if asJSON {
+		out := make([]lockJSON, 0, len(locks))
+		for _, info := range locks {
+			out = append(out, toJSON(info))
+		}
+		return json.NewEncoder(w).Encode(out)
+	}
+	if len(locks) == 0 {
+		_, err := fmt.Fprintf(w, "no locks match %q\n", pattern)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tTTL\tFENCE\tTOKEN")
+	for _, info := range locks {
+		fmt.Fprintf(tw, "%q\t%s\t%s\t%s…\n", info.Key, showTTL(info.TTL), showFence(info.Fence), tokenPrefix(info.Token))
+	}
+	return tw.Flush()
+}
+
+// forceRelease deletes a lock whoever holds it and says what it did.
+func forceRelease(ctx context.Context, w io.Writer, locker *dlock.Client, key string, asJSON bool) error {
+	released, err := locker.ForceRelease(ctx, key)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(w).Encode(struct {
+			Key      string `json:"key"`
+			Released bool   `json:"released"`
+		}{key, released})
+	}
+	if released {
+		_, err = fmt.Fprintf(w, "released %q; its holder, if still running, is no longer protected\n", key)
+	} else {
+		_, err = fmt.Fprintf(w, "%q was not held: nothing to release\n", key)
+	}
+	return err
+}
+
+// The verbs status, list and release share their flags: where Redis is,
+// --json, and a time limit.
+type inspectFlags struct {
+	urls    redisURLs
+	asJSON  bool
+	timeout time.Duration
+}
+
+func (f *inspectFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.urls, "redis", "the Redis server at `URL`, redis://[user:password@]host:port[/db], or rediss://... for TLS\n(default $"+envRedis+", else "+defaultRedisURL+")")
+	fs.BoolVar(&f.asJSON, "json", false, "print JSON, for scripts")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "give up if Redis has not answered within this long")
+}
+
+// connect returns a Client on the server the flags name, and a function that
+// closes both. On failure it prints the error and returns the exit status.
+func (f *inspectFlags) connect(ctx context.Context, stderr io.Writer) (*dlock.Client, func(), int) {
+	srv, err := pickRedis(f.urls, os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, nil, exitUsage
+	}
+	rdb, err := connect(ctx, srv, f.timeout)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, nil, exitUnavailable
+	}
+	locker := dlock.New(rdb)
+	return locker, func() { locker.Close(); rdb.Close() }, exitOK
+}
+
+// parseKeyAndFlags parses a verb's command line of one KEY with flags before
+// or after it, as in "dlock status nightly --json".
+func parseKeyAndFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (key string, code int, done bool) {
+	if code, done := parseFlags(fs, args, len(args), stdout, stderr); done {
+		return "", code, true
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintf(stderr, "%s: missing KEY\n", fs.Name())
+		fs.Usage()
+		return "", exitUsage, true
+	}
+	if key = fs.Arg(0); key == "" {
+		fmt.Fprintf(stderr, "%s: the KEY is empty\n", fs.Name())
+		return "", exitUsage, true
+	}
+	if code, done := parseFlags(fs, fs.Args()[1:], 0, stdout, stderr); done {
+		return "", code, true
+	}
+	return key, exitOK, false
+}
+
+// finish prints err, if any, and returns the exit status for it.
+func finish(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, err)
+	switch {
+	case errors.Is(err, dlock.ErrInvalidKey), errors.Is(err, dlock.ErrWrongType):
+		return exitUsage // the KEY names no lock: as run does
+	}
+	return exitUnavailable
+}
+
+func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var f inspectFlags
+	fs := newFlagSet("status", "[flags] KEY", `
+Shows whether the lock KEY is held, for how much longer, the last fencing
+token handed out for it, and the start of its holder's token (never all of
+it: whoever knows the token can release the lock). Exits 0 whether or not
+the lock is held; --json says which, for scripts.`)
+	f.register(fs)
+	key, code, done := parseKeyAndFlags(fs, args, stdout, stderr)
+	if done {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	locker, closeAll, code := f.connect(ctx, stderr)
+	if code != exitOK {
+		return code
+	}
+	defer closeAll()
+	info, err := locker.Inspect(ctx, key)
+	if err == nil {
+		err = printStatus(stdout, info, f.asJSON)
+	}
+	return finish(err, stderr)
+}
+
+func runList(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var f inspectFlags
+	fs := newFlagSet("list", "[flags]", `
+Lists the locks taken by dlock that are held now, with their remaining time
+to live, fence and the start of their holder's token. It walks the keyspace
+with SCAN (never KEYS, which would block Redis), on every primary of a
+Cluster; locks taken or released meanwhile may be missed. Locks taken by
+other clients with a plain SET NX are not listed.`)
+	f.register(fs)
+	match := fs.String("match", "*", "list only the locks whose key matches this Redis glob `PATTERN`, as in 'job:*'")
+	if code, done := parseFlags(fs, args, 0, stdout, stderr); done {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	locker, closeAll, code := f.connect(ctx, stderr)
+	if code != exitOK {
+		return code
+	}
+	defer closeAll()
+	return finish(listLocks(ctx, stdout, locker, *match, f.asJSON), stderr)
+}
+
+func runRelease(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var f inspectFlags
+	fs := newFlagSet("release", "--force [flags] KEY", `
+Deletes the lock KEY whoever holds it, and wakes its waiters. Use it for a
+lock whose holder is gone for good: a holder that is still running is not
+told, and shares what the lock protected with the next holder until it
+next renews. It refuses to act without --force.`)
+	f.register(fs)
+	force := fs.Bool("force", false, "really delete the lock, whoever holds it")
+	key, code, done := parseKeyAndFlags(fs, args, stdout, stderr)
+	if done {
+		return code
+	}
+	if !*force {
+		fmt.Fprintf(stderr, "dlock release: this deletes the lock %q whoever holds it, and its holder may still be working;\nadd --force if that is what you want\n", key)
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	locker, closeAll, code := f.connect(ctx, stderr)
+	if code != exitOK {
+		return code
+	}
+	defer closeAll()
+	return finish(forceRelease(ctx, stdout, locker, key, f.asJSON), stderr)
+}

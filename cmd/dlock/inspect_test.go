@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/redistest"
+)
+
+// heldLock starts a server and takes a lock on it with the library.
+func heldLock(t *testing.T, key string) (*redistest.Server, *dlock.Lock) {
+	t.Helper()
+	srv := redistest.NewServer(t)
+	locker := dlock.New(srv.Client())
+	t.Cleanup(func() { locker.Close() })
+	lock, err := locker.TryObtain(context.Background(), key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, lock
+}
+
+func TestStatus(t *testing.T) {
+	srv, lock := heldLock(t, "nightly")
+
+	code, out, errOut := runCLI(t, "status", "--redis", srv.URL(), "nightly")
+	if code != exitOK || !strings.Contains(out, "yes") || !strings.Contains(out, lock.Token()[:tokenShown]+"…") {
+		t.Errorf("status of a held lock = %d, %q, %q", code, out, errOut)
+	}
+	if strings.Contains(out, lock.Token()) {
+		t.Errorf("status printed the whole token: %q", out)
+	}
+
+	code, out, _ = runCLI(t, "status", "nightly", "--json", "--redis", srv.URL()) // flags after KEY
+	var got lockJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitOK {
+		t.Fatalf("status --json = %d, %q: %v", code, out, err)
+	}
+	want := lockJSON{Key: "nightly", Held: true, TTLMillis: got.TTLMillis, Fence: lock.Fence(), TokenPrefix: lock.Token()[:tokenShown]}
+	if got != want || got.TTLMillis < 50_000 || got.TTLMillis > 60_000 {
+		t.Errorf("status --json = %+v, want %+v with a ttl of about 60000", got, want)
+	}
+
+	code, out, _ = runCLI(t, "status", "--redis", srv.URL(), "--json", "free")
+	if code != exitOK || !strings.Contains(out, `"held":false`) {
+		t.Errorf("status of a free key = %d, %q", code, out)
+	}
+}
+
+func TestList(t *testing.T) {
+	srv, _ := heldLock(t, "job:a")
+	locker := dlock.New(srv.Client())
+	t.Cleanup(func() { locker.Close() })
+	for _, key := range []string{"job:b", "other"} {
+		if _, err := locker.TryObtain(context.Background(), key, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	code, out, errOut := runCLI(t, "list", "--redis", srv.URL(), "--match", "job:*")
+	if code != exitOK || !strings.Contains(out, `"job:a"`) || !strings.Contains(out, `"job:b"`) || strings.Contains(out, "other") {
+		t.Errorf("list --match job:* = %d, %q, %q", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "list", "--redis", srv.URL(), "--json")
+	var all []lockJSON
+	if err := json.Unmarshal([]byte(out), &all); err != nil || code != exitOK || len(all) != 3 {
+		t.Errorf("list --json = %d, %q (%v), want 3 locks", code, out, err)
+	}
+	code, out, _ = runCLI(t, "list", "--redis", srv.URL(), "--json", "--match", "none:*")
+	if code != exitOK || strings.TrimSpace(out) != "[]" {
+		t.Errorf("list --json of nothing = %d, %q, want []", code, out)
+	}
+}
+
+func TestReleaseNeedsForce(t *testing.T) {
+	srv, lock := heldLock(t, "stuck")
+
+	code, _, errOut := runCLI(t, "release", "--redis", srv.URL(), "stuck")
+	if code != exitUsage || !strings.Contains(errOut, "--force") {
+		t.Errorf("release without --force = %d, %q; want %d and a word about --force", code, errOut, exitUsage)
+	}
+	if ttl, err := lock.TTL(context.Background()); err != nil || ttl <= 0 {
+		t.Fatalf("the lock was touched without --force: %v, %v", ttl, err)
+	}
+
+	code, out, errOut := runCLI(t, "release", "--force", "--redis", srv.URL(), "stuck")
+	if code != exitOK || !strings.Contains(out, "released") {
+		t.Errorf("release --force = %d, %q, %q", code, out, errOut)
+	}
+	if err := lock.Release(context.Background()); err == nil {
+		t.Error("the lock was still held after release --force")
+	}
+	code, out, _ = runCLI(t, "release", "--force", "--json", "--redis", srv.URL(), "stuck")
+	if code != exitOK || strings.TrimSpace(out) != `{"key":"stuck","released":false}` {
+		t.Errorf("release --force of a free key = %d, %q", code, out)
+	}
+}
+
+func TestInspectVerbsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"status"}, exitUsage, "missing KEY"},
+		{[]string{"status", "a", "b"}, exitUsage, `unexpected argument "b"`},
+		{[]string{"status", "--redis", "redis://127.0.0.1:1/0", ""}, exitUsage, "KEY is empty"},
+		{[]string{"release", "--force"}, exitUsage, "missing KEY"},
+		{[]string{"list", "extra"}, exitUsage, "unexpected argument"},
+		{[]string{"status", "--nope", "k"}, exitUsage, "flag provided but not defined"},
+		{[]string{"status", "--redis", "http://x", "k"}, exitUsage, "bad --redis URL"},
+		{[]string{"status", "--redis", "redis://a:1", "--redis", "redis://b:1", "k"}, exitUsage, "Redlock"},
+		{[]string{"status", "--redis", "redis://user:s3cret@127.0.0.1:1/0", "--timeout", "1s", "k"}, exitUnavailable, "cannot reach redis"},
+		{[]string{"list", "--redis", "redis://127.0.0.1:1/0", "--timeout", "1s"}, exitUnavailable, "cannot reach redis"},
+		{[]string{"release", "--force", "--redis", "redis://127.0.0.1:1/0", "--timeout", "1s", "k"}, exitUnavailable, "cannot reach redis"},
+	} {
+		code, out, errOut := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.says) {
+			t.Errorf("dlock %q = %d, %q; want %d and %q", tc.args, code, errOut, tc.code, tc.says)
+		}
+		if strings.Contains(out+errOut, "s3cret") {
+			t.Errorf("dlock %q printed the password", tc.args)
+		}
+	}
+}
+
+// A key of another type is reported, not treated as a lock.
+func TestStatusOfAnotherType(t *testing.T) {
+	srv := redistest.NewServer(t)
+	srv.Client().HSet(context.Background(), "h", "f", "v")
+	code, _, errOut := runCLI(t, "status", "--redis", srv.URL(), "h")
+	if code != exitUsage || !strings.Contains(errOut, "not a string") {
+		t.Errorf("status of a hash = %d, %q", code, errOut)
+	}
+}
