@@ -9,6 +9,9 @@
 //	run     run a command under a lock, so that it runs once, or one at a
 //	        time, across hosts: a distributed flock for cron jobs, as in
 //	        dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report
+//	status  show a lock: held or not, ttl, fence, the start of its token
+//	list    list the held locks, optionally those matching a pattern (SCAN)
+//	release delete a lock whoever holds it; refuses without --force
 //	demo    run the cases this project started from (a cron job on two hosts,
 //	        a double-clicked pay button, a flash sale, a lock that expires
 //	        under a slow holder) and check that each one's invariant holds
@@ -17,8 +20,14 @@
 // A usage error exits with 64 (EX_USAGE). The run command exits with its
 // command's own status when that ran, 75 (EX_TEMPFAIL) when another holder
 // had the lock, 76 when the lock was lost while the command ran, and 69
-// (EX_UNAVAILABLE) when Redis could not be reached. The demo exits with 1
-// when something failed (Redis unreachable, an invariant broken).
+// (EX_UNAVAILABLE) when Redis could not be reached or failed, for every
+// command. The demo exits with 1 when an invariant broke.
+//
+// The command line is parsed with the standard library's flag package, one
+// FlagSet per command: a handful of verbs with a few flags each need no
+// more, the binary stays small and starts in a few milliseconds (see
+// docs/benchmarks.md), and the core module gains no dependency. cobra would
+// bring shell completion and nested help, which dlock does not need yet.
 package main
 
 import "os"
