@@ -7,7 +7,8 @@ import (
 
 // config is what the Options of NewServer and NewServers build.
 type config struct {
-	args []string
+	args     []string
+	sentinel string // the configuration of a Sentinel (NewSentinel), or ""
 }
 
 // Option configures a Server started by [NewServer] or [NewServers].

@@ -276,3 +276,26 @@ func TestStartOutsideATest(t *testing.T) {
 		t.Error("Start with a reserved argument succeeded")
 	}
 }
+
+func TestSentinel(t *testing.T) {
+	primary := redistest.NewServer(t)
+	sentinel := redistest.NewSentinel(t, "mymaster", primary)
+	ctx := context.Background()
+
+	addr, err := sentinel.Client().Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster").StringSlice()
+	if err != nil || len(addr) != 2 || addr[1] != strconv.Itoa(primary.Port()) {
+		t.Fatalf("the Sentinel reports the primary at %q, %v; want port %d", addr, err, primary.Port())
+	}
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "mymaster", SentinelAddrs: []string{sentinel.Addr()}})
+	t.Cleanup(func() { rdb.Close() })
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET through the failover client: %v", err)
+	}
+	if got := primary.Client().Get(ctx, "k").Val(); got != "v" {
+		t.Errorf("the primary holds %q, want the value set through the Sentinel", got)
+	}
+	sentinel.Restart() // it keeps its configuration across a restart
+	if addr, err := sentinel.Client().Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster").StringSlice(); err != nil || len(addr) != 2 {
+		t.Errorf("after a restart the Sentinel reports %q, %v", addr, err)
+	}
+}

@@ -44,6 +44,8 @@ type Server struct {
 	dir  string
 	args []string // from WithArgs
 
+	sentinel bool // runs as a Sentinel, configured by confPath
+
 	mu   sync.Mutex
 	port int
 	proc *process // nil after Kill
@@ -92,8 +94,15 @@ func newServer(t testing.TB, opts []Option) (*Server, error) {
 	}
 	// TempDir before Cleanup: cleanups run last-in first-out, so the
 	// process is killed before its directory is removed.
-	s := &Server{t: t, bin: bin, dir: t.TempDir(), args: cfg.args}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), args: cfg.args, sentinel: cfg.sentinel != ""}
 	t.Cleanup(s.Kill)
+	if s.sentinel {
+		// Sentinel rewrites its configuration file as it learns about the
+		// deployment, so it lives in the server's directory.
+		if err := os.WriteFile(s.confPath(), []byte(cfg.sentinel), 0o600); err != nil {
+			return nil, fmt.Errorf("redistest: %w", err)
+		}
+	}
 	return s, s.startOnFreePort()
 }
 
@@ -159,9 +168,18 @@ func (s *Server) logPath() string {
 	return filepath.Join(s.dir, logName)
 }
 
+// confPath returns the path of a Sentinel's configuration file.
+func (s *Server) confPath() string {
+	return filepath.Join(s.dir, "sentinel.conf")
+}
+
 // argv returns redis-server's command line for port.
 func (s *Server) argv(port int) []string {
-	args := []string{
+	var args []string
+	if s.sentinel {
+		args = []string{s.confPath(), "--sentinel"}
+	}
+	args = append(args,
 		"--port", strconv.Itoa(port),
 		"--bind", host,
 		"--save", "",
@@ -169,7 +187,7 @@ func (s *Server) argv(port int) []string {
 		"--dir", s.dir,
 		"--daemonize", "no",
 		"--logfile", s.logPath(),
-	}
+	)
 	return append(args, s.args...)
 }
 
