@@ -143,21 +143,25 @@ func (f *inspectFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "give up if Redis has not answered within this long")
 }
 
-// connect returns a Client on the server the flags name, and a function that
-// closes both. On failure it prints the error and returns the exit status.
-func (f *inspectFlags) connect(ctx context.Context, stderr io.Writer) (*dlock.Client, func(), int) {
+// do connects to the server the flags name, runs fn with a Client on it, all
+// within the --timeout, and returns the exit status: errors are printed.
+func (f *inspectFlags) do(ctx context.Context, stderr io.Writer, fn func(context.Context, *dlock.Client) error) int {
 	srv, err := pickRedis(f.urls, os.Getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return nil, nil, exitUsage
+		return exitUsage
 	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
 	rdb, err := connect(ctx, srv, f.timeout)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return nil, nil, exitUnavailable
+		return exitUnavailable
 	}
+	defer rdb.Close()
 	locker := dlock.New(rdb)
-	return locker, func() { locker.Close(); rdb.Close() }, exitOK
+	defer locker.Close()
+	return finish(fn(ctx, locker), stderr)
 }
 
 // parseKeyAndFlags parses a verb's command line of one KEY with flags before
@@ -206,18 +210,13 @@ the lock is held; --json says which, for scripts.`)
 	if done {
 		return code
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	locker, closeAll, code := f.connect(ctx, stderr)
-	if code != exitOK {
-		return code
-	}
-	defer closeAll()
-	info, err := locker.Inspect(ctx, key)
-	if err == nil {
-		err = printStatus(stdout, info, f.asJSON)
-	}
-	return finish(err, stderr)
+	return f.do(ctx, stderr, func(ctx context.Context, locker *dlock.Client) error {
+		info, err := locker.Inspect(ctx, key)
+		if err != nil {
+			return err
+		}
+		return printStatus(stdout, info, f.asJSON)
+	})
 }
 
 func runList(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -233,14 +232,9 @@ other clients with a plain SET NX are not listed.`)
 	if code, done := parseFlags(fs, args, 0, stdout, stderr); done {
 		return code
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	locker, closeAll, code := f.connect(ctx, stderr)
-	if code != exitOK {
-		return code
-	}
-	defer closeAll()
-	return finish(listLocks(ctx, stdout, locker, *match, f.asJSON), stderr)
+	return f.do(ctx, stderr, func(ctx context.Context, locker *dlock.Client) error {
+		return listLocks(ctx, stdout, locker, *match, f.asJSON)
+	})
 }
 
 func runRelease(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -260,12 +254,7 @@ next renews. It refuses to act without --force.`)
 		fmt.Fprintf(stderr, "dlock release: this deletes the lock %q whoever holds it, and its holder may still be working;\nadd --force if that is what you want\n", key)
 		return exitUsage
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	locker, closeAll, code := f.connect(ctx, stderr)
-	if code != exitOK {
-		return code
-	}
-	defer closeAll()
-	return finish(forceRelease(ctx, stdout, locker, key, f.asJSON), stderr)
+	return f.do(ctx, stderr, func(ctx context.Context, locker *dlock.Client) error {
+		return forceRelease(ctx, stdout, locker, key, f.asJSON)
+	})
 }
