@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -220,12 +221,23 @@ func expiresIn(d time.Duration) string {
 }
 
 // replyLost reports whether err leaves unknown whether a script ran: Redis
-// failed to answer (network error, timeout), rather than the context ending
-// first, after which call itself cleans up.
+// failed to answer (a network error, a timeout). It is false when the
+// context ended first, after which call itself cleans up, and when the
+// command never left the client: no connection could be had.
 func replyLost(err error) bool {
 	var nodeErr *NodeError
 	var noAnswer *noAnswerError
-	return errors.As(err, &nodeErr) && !errors.As(err, &noAnswer)
+	var netErr *net.OpError
+	switch {
+	case !errors.As(err, &nodeErr), errors.As(err, &noAnswer):
+		return false
+	case errors.As(err, &netErr) && netErr.Op == "dial",
+		errors.Is(err, redis.ErrClosed),
+		errors.Is(err, redis.ErrPoolTimeout),
+		errors.Is(err, redis.ErrPoolExhausted):
+		return false // never sent
+	}
+	return true
 }
 
 // releaseInBackground runs releaseLate in a goroutine the Client tracks.

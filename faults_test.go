@@ -3,13 +3,17 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/redistest"
 )
 
 // within fails the test if fn takes longer than limit: a call that should
@@ -247,4 +251,37 @@ func TestClientClose(t *testing.T) {
 	if err := e.locker.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
+}
+
+// An acquire that never left the client (Redis refused the connection) has
+// nothing to clean up: no background release, no warning about one.
+func TestNoCleanupForAcquiresNeverSent(t *testing.T) {
+	t.Parallel()
+	var logs strings.Builder
+	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+	srv := redistest.NewServer(t)
+	locker := dlock.New(srv.Client(), dlock.WithLogger(logger))
+	srv.Kill()
+
+	for range 3 {
+		if _, err := locker.TryObtain(context.Background(), testKey(t), time.Minute); err == nil {
+			t.Fatal("TryObtain on a dead Redis succeeded")
+		}
+	}
+	locker.Close()
+	if logs.Len() > 0 {
+		t.Errorf("the Client tried to clean up acquires that were never sent:\n%s", logs.String())
+	}
+}
+
+// syncWriter serialises writes from the Client's goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
