@@ -52,7 +52,10 @@ func (l *Lock) Until() time.Time {
 	return l.client.epoch.Add(time.Duration(l.until.Load()))
 }
 
+// setUntil sets the validity deadline of an acquire or refresh sent at sent
+// with ttl, of which Redis got the whole milliseconds.
 func (l *Lock) setUntil(sent time.Time, ttl time.Duration) {
+	ttl = ttl.Truncate(time.Millisecond)
 	l.until.Store(int64(sent.Sub(l.client.epoch) + ttl - drift(ttl)))
 }
 
