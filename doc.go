@@ -40,7 +40,8 @@
 // late writer. Redis itself can lose a lock: a restart without persistence,
 // or a failover to a replica that had not received the key yet. Keep
 // maxmemory-policy at noeviction, since every lock key has an expiry and
-// volatile-* and allkeys-* policies may evict it.
+// volatile-* and allkeys-* policies may evict it. Client.CheckDeployment
+// reports such settings.
 //
 // # Keys
 //

@@ -258,9 +258,8 @@ func TestClientClose(t *testing.T) {
 func TestNoCleanupForAcquiresNeverSent(t *testing.T) {
 	t.Parallel()
 	var logs strings.Builder
-	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
 	srv := redistest.NewServer(t)
-	locker := dlock.New(srv.Client(), dlock.WithLogger(logger))
+	locker := dlock.New(srv.Client(), dlock.WithLogger(newTestLogger(&logs)))
 	srv.Kill()
 
 	for range 3 {
@@ -272,6 +271,12 @@ func TestNoCleanupForAcquiresNeverSent(t *testing.T) {
 	if logs.Len() > 0 {
 		t.Errorf("the Client tried to clean up acquires that were never sent:\n%s", logs.String())
 	}
+}
+
+// newTestLogger returns a logger that writes text to w, safe to use from
+// the Client's goroutines.
+func newTestLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(&syncWriter{w: w}, nil))
 }
 
 // syncWriter serialises writes from the Client's goroutines.

@@ -43,6 +43,7 @@ func commands() []command {
 		{name: "status", summary: "show whether a lock is held, for how long, and its last fence", run: runStatus},
 		{name: "list", summary: "list the locks held now", run: runList},
 		{name: "release", summary: "delete a lock whoever holds it (with --force)", run: runRelease},
+		{name: "check", summary: "warn about Redis settings that weaken locks", run: runCheck},
 		{name: "demo", summary: "run the cases this project started from and check their invariants", run: runDemo},
 	}
 }

@@ -258,3 +258,43 @@ next renews. It refuses to act without --force.`)
 		return forceRelease(ctx, stdout, locker, key, f.asJSON)
 	})
 }
+
+func runCheck(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var f inspectFlags
+	fs := newFlagSet("check", "[flags]", `
+Asks the Redis server (every primary of a Cluster) for settings that silently
+weaken locks: an eviction policy that may evict a held lock, no append-only
+file (a restart loses every lock), an append-only file not synced on every
+write. Exits 0 when it finds none, 1 when it warns. Settings that the user's
+ACL may not read are not checked.`)
+	f.register(fs)
+	if code, done := parseFlags(fs, args, 0, stdout, stderr); done {
+		return code
+	}
+	found := false
+	code := f.do(ctx, stderr, func(ctx context.Context, locker *dlock.Client) error {
+		warnings, err := locker.CheckDeployment(ctx)
+		if err != nil {
+			return err
+		}
+		found = len(warnings) > 0
+		if f.asJSON {
+			return json.NewEncoder(stdout).Encode(struct {
+				Warnings []string `json:"warnings"`
+			}{append([]string{}, warnings...)})
+		}
+		if !found {
+			_, err = fmt.Fprintln(stdout, "no setting that weakens locks found")
+		}
+		for _, w := range warnings {
+			if _, err = fmt.Fprintln(stdout, "warning: "+w); err != nil {
+				break
+			}
+		}
+		return err
+	})
+	if code == exitOK && found {
+		return exitFail
+	}
+	return code
+}

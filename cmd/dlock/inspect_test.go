@@ -137,3 +137,20 @@ func TestStatusOfAnotherType(t *testing.T) {
 		t.Errorf("status of a hash = %d, %q", code, errOut)
 	}
 }
+
+func TestCheck(t *testing.T) {
+	loose := redistest.NewServer(t)
+	code, out, errOut := runCLI(t, "check", "--redis", loose.URL())
+	if code != exitFail || !strings.Contains(out, "warning:") || !strings.Contains(out, "appendonly no") {
+		t.Errorf("check of a server without AOF = %d, %q, %q; want 1 and a warning", code, out, errOut)
+	}
+	safe := redistest.NewServer(t, redistest.WithArgs("--appendonly", "yes", "--appendfsync", "always"))
+	code, out, _ = runCLI(t, "check", "--json", "--redis", safe.URL())
+	if code != exitOK || strings.TrimSpace(out) != `{"warnings":[]}` {
+		t.Errorf("check --json of a safe server = %d, %q", code, out)
+	}
+	code, _, errOut = runCLI(t, "check", "--redis", "redis://127.0.0.1:1/0", "--timeout", "1s")
+	if code != exitUnavailable || !strings.Contains(errOut, "cannot reach") {
+		t.Errorf("check of an unreachable server = %d, %q", code, errOut)
+	}
+}

@@ -12,6 +12,7 @@
 //	status  show a lock: held or not, ttl, fence, the start of its token
 //	list    list the held locks, optionally those matching a pattern (SCAN)
 //	release delete a lock whoever holds it; refuses without --force
+//	check   warn about Redis settings that weaken locks (eviction, no AOF)
 //	demo    run the cases this project started from (a cron job on two hosts,
 //	        a double-clicked pay button, a flash sale, a lock that expires
 //	        under a slow holder) and check that each one's invariant holds
