@@ -5,17 +5,22 @@
 -- ARGV[1]  the token of the caller
 -- ARGV[2]  the time to live, in milliseconds
 --
--- Returns {1, fence} when the lock was taken.
+-- Returns {1, fence} when the lock is the caller's.
 -- Returns {0, pttl}  when another holder has it; pttl is its remaining time in
 --                    milliseconds, or -1 if the key has no expiry.
 -- Returns {2, 0}     when the key exists but is not a string, so it is no lock.
 --
 -- The fence is max(last fence + 1, server time in microseconds). The fence key
--- expires with the lock's first TTL: once it is gone, at least a millisecond
--- has passed, so the server's clock alone keeps the next fence larger. This
--- also holds across a restart without persistence, as long as the server's
--- clock does not step backwards.
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+-- lives as long as the lock (refresh.lua extends it too): once it is gone, at
+-- least a millisecond has passed, so the server's clock alone keeps the next
+-- fence larger. This also holds across a restart without persistence, as long
+-- as the server's clock does not step backwards.
+--
+-- A client may send the same acquire twice: go-redis resends a command whose
+-- reply was lost (EOF, timeout). If the first one took the lock, the key holds
+-- the caller's own token, and the lock is the caller's, with the fence the
+-- first one wrote.
+local function next_fence()
   local now = redis.call('TIME')
   local fence = now[1] * 1000000 + now[2]
   local last = tonumber(redis.pcall('GET', KEYS[2]))
@@ -23,9 +28,16 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     fence = last + 1
   end
   redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[2])
-  return {1, fence}
+  return fence
 end
-if redis.call('TYPE', KEYS[1]).ok ~= 'string' then
-  return {2, 0}
+
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, next_fence()}
+end
+local holder = redis.pcall('GET', KEYS[1])
+if holder == ARGV[1] then
+  return {1, tonumber(redis.pcall('GET', KEYS[2])) or next_fence()}
+elseif type(holder) ~= 'string' then
+  return {2, 0} -- GET failed: another type
 end
 return {0, redis.call('PTTL', KEYS[1])}
