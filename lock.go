@@ -62,6 +62,11 @@ func (l *Lock) setUntil(sent time.Time, ttl time.Duration) {
 // Release releases the lock if it is still ours. It returns an error
 // wrapping ErrNotHeld if it is not (it expired, was released, or was taken
 // over), and then touches nothing: it never deletes another holder's lock.
+//
+// If the reply to a release is lost and go-redis resends the command (it
+// does after EOF and most timeouts), the resent one finds the lock gone and
+// Release reports ErrNotHeld although the first one released it: either
+// way, the lock is no longer held.
 func (l *Lock) Release(ctx context.Context) error {
 	if err := l.check("release"); err != nil {
 		return err
