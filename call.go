@@ -12,10 +12,13 @@ import (
 // op is one script call on the node: what to run, on which lock.
 type op struct {
 	kind  opKind
-	key   string
-	token string
+	keys  []string      // the lock key and its fence key: see lockKeys
+	token any           // the holder's token, boxed once for all the calls of a Lock
 	ttl   time.Duration // acquire and refresh only
 }
+
+// key is the lock key, for messages.
+func (o op) key() string { return o.keys[0] }
 
 type opKind uint8
 
@@ -47,17 +50,17 @@ type reply struct {
 func (c *Client) run(ctx context.Context, o op) (reply, error) {
 	switch o.kind {
 	case opAcquire:
-		return c.node.acquire(ctx, o.key, o.token, o.ttl)
+		return c.node.acquire(ctx, o.keys, o.token, o.ttl)
 	case opRelease:
-		return c.node.release(ctx, o.key, o.token)
+		return c.node.release(ctx, o.keys, o.token)
 	case opRefresh:
-		return c.node.refresh(ctx, o.key, o.token, o.ttl)
+		return c.node.refresh(ctx, o.keys, o.token, o.ttl)
 	case opTTL:
-		return c.node.ttl(ctx, o.key, o.token)
+		return c.node.ttl(ctx, o.keys, o.token)
 	case opInspect:
-		return c.node.inspect(ctx, o.key)
+		return c.node.inspect(ctx, o.keys)
 	default:
-		return c.node.forceRelease(ctx, o.key)
+		return c.node.forceRelease(ctx, o.keys)
 	}
 }
 
@@ -73,11 +76,11 @@ func (c *Client) call(ctx context.Context, o op) (reply, error) {
 	if o.kind == opAcquire {
 		late = func(r reply, err error) {
 			if err != nil || r.code == acquired {
-				c.releaseLate(o.key, o.token, o.ttl)
+				c.releaseLate(o.keys, o.token, o.ttl)
 			}
 		}
 	}
-	return bounded(ctx, c, o.kind.String(), o.key, func(ctx context.Context) (reply, error) {
+	return bounded(ctx, c, o.kind.String(), o.key(), func(ctx context.Context) (reply, error) {
 		return c.run(ctx, o)
 	}, late)
 }

@@ -112,7 +112,7 @@ func (c *Client) usable() error {
 // another holder has it, the error wraps ErrNotObtained and TryObtain does
 // not wait.
 //
-// The key is used as it is; the lock also uses two side keys in the same
+// The key is used as it is; the lock also uses one side key in the same
 // Cluster slot (see the package documentation). ttl must be at least one
 // millisecond; Redis counts it in whole milliseconds, rounding down.
 func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
@@ -192,18 +192,19 @@ func checkTTL(ttl time.Duration) error {
 // ErrNotObtained and holderTTL is what it has left (negative if unknown).
 func (c *Client) try(ctx context.Context, key string, ttl time.Duration) (lock *Lock, holderTTL time.Duration, err error) {
 	token := newToken()
+	o := op{kind: opAcquire, keys: lockKeys(key), token: token, ttl: ttl}
 	sent := time.Now()
-	r, err := c.call(ctx, op{kind: opAcquire, key: key, token: token, ttl: ttl})
+	r, err := c.call(ctx, o)
 	if err != nil {
 		if replyLost(err) {
 			// The script may have run before the reply was lost.
-			c.releaseInBackground(key, token, ttl)
+			c.releaseInBackground(o.keys, o.token, ttl)
 		}
 		return nil, -1, err
 	}
 	switch r.code {
 	case acquired:
-		return c.newLock(key, token, r.value, sent, ttl), 0, nil
+		return c.newLock(o, token, r.value, sent), 0, nil
 	case held:
 		holderTTL = time.Duration(r.value) * time.Millisecond
 		return nil, holderTTL, fmt.Errorf("%w: %s is held by another holder%s", ErrNotObtained, quoteKey(key), expiresIn(holderTTL))
@@ -241,13 +242,13 @@ func replyLost(err error) bool {
 }
 
 // releaseInBackground runs releaseLate in a goroutine the Client tracks.
-func (c *Client) releaseInBackground(key, token string, ttl time.Duration) {
+func (c *Client) releaseInBackground(keys []string, token any, ttl time.Duration) {
 	if !c.track() {
 		return
 	}
 	go func() {
 		defer c.wg.Done()
-		c.releaseLate(key, token, ttl)
+		c.releaseLate(keys, token, ttl)
 	}()
 }
 
@@ -256,12 +257,12 @@ func (c *Client) releaseInBackground(key, token string, ttl time.Duration) {
 // first. It runs in a goroutine the Client tracks. The release only deletes the
 // key if it still holds token, so it never touches anyone else's lock.
 // Trying for longer than the lock lives is pointless, so ttl bounds it.
-func (c *Client) releaseLate(key, token string, ttl time.Duration) {
+func (c *Client) releaseLate(keys []string, token any, ttl time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), ttl)
 	defer cancel()
-	if _, err := c.node.release(ctx, key, token); err != nil {
+	if _, err := c.node.release(ctx, keys, token); err != nil {
 		c.logger.Warn("dlock: could not release a lock whose acquire reply was lost; it expires by itself",
-			"key", quoteKey(key), "ttl", ttl, "error", err)
+			"key", quoteKey(keys[0]), "ttl", ttl, "error", err)
 	}
 }
 

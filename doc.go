@@ -46,8 +46,8 @@
 // # Keys
 //
 // A lock uses its key as given, so other clients see and respect it, plus
-// two side keys in the key's Cluster slot: "dlock:fence..." keeps the last
-// fence for the lock's ttl, and "dlock:chan..." is the channel a release is
-// published on. Lock keys may be any bytes, including binary data and
+// one side key in the key's Cluster slot, "dlock:fence..." followed by the
+// key, which keeps the last fence as long as the lock lives. Its name is
+// also the channel a release is published on. Lock keys may be any bytes, including binary data and
 // Unicode; keys of any other Redis type are refused with ErrWrongType.
 package dlock

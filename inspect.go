@@ -40,7 +40,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	if err := c.checkKey(key); err != nil {
 		return LockInfo{}, err
 	}
-	r, err := c.call(ctx, op{kind: opInspect, key: key})
+	r, err := c.call(ctx, op{kind: opInspect, keys: lockKeys(key)})
 	switch {
 	case err != nil:
 		return LockInfo{}, err
@@ -68,7 +68,7 @@ func (c *Client) ForceRelease(ctx context.Context, key string) (bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return false, err
 	}
-	r, err := c.call(ctx, op{kind: opForceRelease, key: key})
+	r, err := c.call(ctx, op{kind: opForceRelease, keys: lockKeys(key)})
 	switch {
 	case err != nil:
 		return false, err

@@ -6,20 +6,24 @@ import (
 	"sync"
 )
 
-// Side keys hold what a lock needs besides its own key: the last fencing token
-// and the release channel. Lua scripts may only touch keys of one Cluster slot,
-// so every side key must hash to the lock key's slot. Three shapes do that, and
-// the character after the kind tells them apart, so no two lock keys ever share
-// a side key:
+// A side key holds what a lock needs besides its own key: the fence key keeps
+// the last fencing token, and its name is also the channel a release is
+// published on (channels live apart from keys, so nothing clashes). Lua
+// scripts may only touch keys of one Cluster slot, so a side key must hash to
+// the lock key's slot. Three shapes do that, and the character after the kind
+// tells them apart, so no two lock keys ever share a side key:
 //
 //	dlock:fence:{user}:42    the lock key "{user}:42" has a hash tag: keep it
 //	dlock:fence{order:42}    no tag and no '}': the whole key becomes the tag
 //	dlock:fence#{1234}a}b    no tag but a '}' (or empty): a tag chosen to hash
 //	                         to the key's slot, followed by the key itself
-const (
-	fenceKind   = "fence"
-	channelKind = "chan"
-)
+const fenceKind = "fence"
+
+// lockKeys returns the KEYS of every script on the lock named key: the key
+// itself and its fence key. A Lock keeps the slice for all its calls.
+func lockKeys(key string) []string {
+	return []string{key, sideKey(fenceKind, key)}
+}
 
 // sideKey returns the name of the side key of the given kind for a lock key.
 func sideKey(kind, key string) string {

@@ -46,11 +46,9 @@ func TestSideKeysShareTheSlot(t *testing.T) {
 		if got := int64(keySlot(key)); got != want {
 			t.Errorf("keySlot(%q) = %d, Redis says %d", key, got, want)
 		}
-		for _, kind := range []string{fenceKind, channelKind} {
-			side := sideKey(kind, key)
-			if got := slot(side); got != want {
-				t.Errorf("sideKey(%s, %q) = %q in slot %d, want the key's slot %d", kind, key, side, got, want)
-			}
+		side := sideKey(fenceKind, key)
+		if got := slot(side); got != want {
+			t.Errorf("sideKey(%q) = %q in slot %d, want the key's slot %d", key, side, got, want)
 		}
 	}
 }

@@ -18,13 +18,17 @@ type Lock struct {
 	key    string
 	token  string
 	fence  int64
+	keys   []string     // the scripts' KEYS, from the acquire
+	arg    any          // token, boxed once for the scripts' ARGV
 	until  atomic.Int64 // validity deadline, nanoseconds after client.epoch
 	gone   atomic.Bool  // released, or found not held: no need to ask Redis again
 }
 
-func (c *Client) newLock(key, token string, fence int64, sent time.Time, ttl time.Duration) *Lock {
-	l := &Lock{client: c, key: key, token: token, fence: fence}
-	l.setUntil(sent, ttl)
+// newLock returns the Lock that the acquire o obtained, with the fence it
+// got. It keeps the acquire's keys and boxed token for its own calls.
+func (c *Client) newLock(o op, token string, fence int64, sent time.Time) *Lock {
+	l := &Lock{client: c, key: o.key(), token: token, fence: fence, keys: o.keys, arg: o.token}
+	l.setUntil(sent, o.ttl)
 	return l
 }
 
@@ -71,7 +75,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	if err := l.check("release"); err != nil {
 		return err
 	}
-	r, err := l.client.call(ctx, op{kind: opRelease, key: l.key, token: l.token})
+	r, err := l.client.call(ctx, op{kind: opRelease, keys: l.keys, token: l.arg})
 	if err != nil {
 		return err
 	}
@@ -93,7 +97,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	sent := time.Now()
-	r, err := l.client.call(ctx, op{kind: opRefresh, key: l.key, token: l.token, ttl: ttl})
+	r, err := l.client.call(ctx, op{kind: opRefresh, keys: l.keys, token: l.arg, ttl: ttl})
 	if err != nil {
 		return err
 	}
@@ -113,7 +117,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if err := l.check("ttl"); err != nil {
 		return 0, err
 	}
-	r, err := l.client.call(ctx, op{kind: opTTL, key: l.key, token: l.token})
+	r, err := l.client.call(ctx, op{kind: opTTL, keys: l.keys, token: l.arg})
 	switch {
 	case err != nil:
 		return 0, err

@@ -55,33 +55,33 @@ const (
 	wrongType = 2 // the key is not a string
 )
 
-func (n *node) acquire(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	keys := []string{key, sideKey(fenceKind, key)}
+// The scripts' KEYS are the lock key and its fence key (lockKeys), whose
+// name is also the channel a release is published on.
+
+func (n *node) acquire(ctx context.Context, keys []string, token any, ttl time.Duration) (reply, error) {
 	return n.exec(ctx, "acquire", acquireScript, keys, token, ttl.Milliseconds())
 }
 
-func (n *node) release(ctx context.Context, key, token string) (reply, error) {
-	keys := []string{key, sideKey(channelKind, key)}
+func (n *node) release(ctx context.Context, keys []string, token any) (reply, error) {
 	return n.exec(ctx, "release", releaseScript, keys, token)
 }
 
-func (n *node) refresh(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	keys := []string{key, sideKey(fenceKind, key)}
+func (n *node) refresh(ctx context.Context, keys []string, token any, ttl time.Duration) (reply, error) {
 	return n.exec(ctx, "refresh", refreshScript, keys, token, ttl.Milliseconds())
 }
 
 // ttl replies {1, pttl} when the lock is ours (pttl -1: no expiry), {0, 0}
 // when it is not.
-func (n *node) ttl(ctx context.Context, key, token string) (reply, error) {
-	return n.exec(ctx, "ttl", ttlScript, []string{key}, token)
+func (n *node) ttl(ctx context.Context, keys []string, token any) (reply, error) {
+	return n.exec(ctx, "ttl", ttlScript, keys, token)
 }
 
 // inspect replies {state, pttl, token, fence} as inspect.lua says, state in
 // code and pttl in value.
-func (n *node) inspect(ctx context.Context, key string) (reply, error) {
-	v, err := n.eval(ctx, inspectScript, []string{key, sideKey(fenceKind, key)})
+func (n *node) inspect(ctx context.Context, keys []string) (reply, error) {
+	v, err := n.eval(ctx, inspectScript, keys)
 	if err != nil {
-		return reply{}, n.wrap("inspect", key, err)
+		return reply{}, n.wrap("inspect", keys[0], err)
 	}
 	if a, ok := v.([]any); ok && len(a) == 4 {
 		state, ok1 := a[0].(int64)
@@ -98,11 +98,10 @@ func (n *node) inspect(ctx context.Context, key string) (reply, error) {
 			}
 		}
 	}
-	return reply{}, n.wrap("inspect", key, fmt.Errorf("unexpected script reply %v", v))
+	return reply{}, n.wrap("inspect", keys[0], fmt.Errorf("unexpected script reply %v", v))
 }
 
-func (n *node) forceRelease(ctx context.Context, key string) (reply, error) {
-	keys := []string{key, sideKey(channelKind, key)}
+func (n *node) forceRelease(ctx context.Context, keys []string) (reply, error) {
 	return n.exec(ctx, "force-release", forceReleaseScript, keys)
 }
 

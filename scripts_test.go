@@ -16,15 +16,15 @@ func TestAcquireSentTwice(t *testing.T) {
 	n := newNode(redistest.NewServer(t).Client())
 	ctx := context.Background()
 
-	first, err := n.acquire(ctx, "k", "token-a", time.Minute)
+	first, err := n.acquire(ctx, lockKeys("k"), "token-a", time.Minute)
 	if err != nil || first.code != acquired || first.value <= 0 {
 		t.Fatalf("first acquire = %+v, %v", first, err)
 	}
-	again, err := n.acquire(ctx, "k", "token-a", time.Minute)
+	again, err := n.acquire(ctx, lockKeys("k"), "token-a", time.Minute)
 	if err != nil || again.code != acquired || again.value != first.value {
 		t.Errorf("the same acquire again = %+v, %v; want acquired with fence %d", again, err, first.value)
 	}
-	other, err := n.acquire(ctx, "k", "token-b", time.Minute)
+	other, err := n.acquire(ctx, lockKeys("k"), "token-b", time.Minute)
 	if err != nil || other.code != held || other.value <= 0 || other.value > time.Minute.Milliseconds() {
 		t.Errorf("another token's acquire = %+v, %v; want held with the holder's pttl", other, err)
 	}

@@ -2,7 +2,7 @@
 -- For operators clearing a lock whose holder is gone for good.
 --
 -- KEYS[1]  the lock key
--- KEYS[2]  the lock's release channel (same cluster slot as KEYS[1])
+-- KEYS[2]  the fence key, whose name is also the lock's release channel
 --
 -- Returns 1 when a lock was deleted, 0 when there was none, 2 when the key
 -- holds another type (it is left alone: it is no lock).

@@ -2,7 +2,7 @@
 -- then tell waiters on the lock's channel that it is free.
 --
 -- KEYS[1]  the lock key
--- KEYS[2]  the lock's release channel (same cluster slot as KEYS[1])
+-- KEYS[2]  the fence key, whose name is also the lock's release channel
 -- ARGV[1]  the caller's token
 --
 -- Returns 1 when the lock was ours and is now deleted, 0 when it was not ours
