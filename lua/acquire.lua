@@ -20,24 +20,27 @@
 -- reply was lost (EOF, timeout). If the first one took the lock, the key holds
 -- the caller's own token, and the lock is the caller's, with the fence the
 -- first one wrote.
-local function next_fence()
-  local now = redis.call('TIME')
-  local fence = now[1] * 1000000 + now[2]
-  local last = tonumber(redis.pcall('GET', KEYS[2]))
-  if last and last >= fence then
-    fence = last + 1
+local fence
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local holder = redis.pcall('GET', KEYS[1])
+  if holder ~= ARGV[1] then
+    if type(holder) ~= 'string' then
+      return {2, 0} -- GET failed: a key of another type
+    end
+    return {0, redis.call('PTTL', KEYS[1])}
   end
-  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[2])
-  return fence
+  -- Our own acquire, resent: the lock is ours, with the fence it wrote.
+  fence = tonumber(redis.pcall('GET', KEYS[2]))
+  if fence then
+    return {1, fence}
+  end
 end
-
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {1, next_fence()}
+-- A new holding: the next fence.
+local now = redis.call('TIME')
+fence = now[1] * 1000000 + now[2]
+local last = tonumber(redis.pcall('GET', KEYS[2]))
+if last and last >= fence then
+  fence = last + 1
 end
-local holder = redis.pcall('GET', KEYS[1])
-if holder == ARGV[1] then
-  return {1, tonumber(redis.pcall('GET', KEYS[2])) or next_fence()}
-elseif type(holder) ~= 'string' then
-  return {2, 0} -- GET failed: another type
-end
-return {0, redis.call('PTTL', KEYS[1])}
+redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[2])
+return {1, fence}
