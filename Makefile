@@ -17,9 +17,10 @@ bench:          ## benchmarks against the raw floor, compared with benchstat
 fuzz:           ## each fuzz test for FUZZTIME (default 30s)
 	$(GO) test -run '^$$' -fuzz '^FuzzObtain$$' -fuzztime $(or $(FUZZTIME),30s) .
 	$(GO) test -run '^$$' -fuzz '^FuzzSideKey$$' -fuzztime $(or $(FUZZTIME),30s) .
+	$(GO) test -run '^$$' -fuzz '^FuzzLockKeyOf$$' -fuzztime $(or $(FUZZTIME),30s) .
 
 lint:           ## golangci-lint with .golangci.yml
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
 
-vulncheck:      ## known vulnerabilities in the code and its dependencies
+vulncheck:      ## known vulnerabilities in the code and its dependencies (needs internet access)
 	$(GO) run golang.org/x/vuln/cmd/govulncheck@latest ./...
