@@ -7,7 +7,10 @@
 // lock needs to inject faults: a crashed node ([Server.Kill]), a node that
 // accepts connections but never answers ([Server.Pause]), a node that comes
 // back empty ([Server.Restart]). [NewServers] starts several independent
-// servers for quorum (Redlock-style) tests.
+// servers for quorum (Redlock-style) tests, and [NewSentinel] a Sentinel
+// that monitors a server, for go-redis's failover client. [Start] starts a
+// server outside of any one test, for a TestMain that shares it among a
+// package's tests and examples.
 //
 //	func TestCounter(t *testing.T) {
 //		srv := redistest.NewServer(t)
@@ -46,7 +49,7 @@
 //
 // All methods must be called from the test's goroutine, except
 // [Server.Running], [Server.Addr], [Server.Port], [Server.URL] and
-// [Server.LogTail], which are safe for concurrent use. Methods do not return
+// [Server.LogTail], [Server.Dir], which are safe for concurrent use. Methods do not return
 // errors: like the testing package, they stop the test with t.Fatalf, and
 // the message of a server that failed to start includes the end of its log.
 package redistest
