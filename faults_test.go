@@ -290,3 +290,38 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// Close while many goroutines obtain and release, through the goroutine
+// path of cancellable contexts: every call either works or says ErrClosed,
+// Close waits for the Client's goroutines, and goleak finds none after.
+func TestCloseWhileBusy(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			key := testKey(t) + ":" + string(rune('a'+g))
+			for {
+				lock, err := e.locker.TryObtain(ctx, key, time.Minute)
+				if err == nil {
+					err = lock.Release(ctx)
+				}
+				switch {
+				case errors.Is(err, dlock.ErrClosed):
+					return
+				case err != nil:
+					t.Errorf("during Close: %v", err)
+					return
+				}
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := e.locker.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	wg.Wait()
+}

@@ -83,6 +83,9 @@ func TestForceRelease(t *testing.T) {
 	if n := e.rdb.Exists(ctx, key+":hash").Val(); n != 1 {
 		t.Error("ForceRelease deleted a hash")
 	}
+	if _, err := e.locker.ForceRelease(ctx, ""); !errors.Is(err, dlock.ErrInvalidKey) {
+		t.Errorf("ForceRelease of an empty key = %v, want ErrInvalidKey", err)
+	}
 }
 
 // scanned returns the keys Scan yields, sorted.
