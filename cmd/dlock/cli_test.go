@@ -56,3 +56,47 @@ func TestCommandsListed(t *testing.T) {
 		}
 	}
 }
+
+// No verb that takes --redis prints a password from it: not when the server
+// cannot be reached, not when the URL does not parse, not when there are two.
+func TestPasswordNotPrinted(t *testing.T) {
+	t.Parallel()
+	urls := []string{
+		"redis://user:s3cret@127.0.0.1:1/0",
+		"rediss://:s3cret@127.0.0.1:1/0",
+		"redis://user:s3cret@127.0.0.1:1/x",
+		"redis://127.0.0.1:1/0?password=s3cret",
+		"redis://user:s3cret@127.0.0.1:1/0#s3cret",
+		"redis://user:s3cret@127.0.0.1:bad/0",
+		"redis://user:s3cret@[::1/0",
+		"http://user:s3cret@x",
+	}
+	verbs := map[string]func(redis ...string) []string{
+		"run":    func(r ...string) []string { return append(append([]string{"run", "--key", "k"}, r...), "--", "true") },
+		"status": func(r ...string) []string { return append(append([]string{"status", "--timeout", "1s"}, r...), "k") },
+		"list":   func(r ...string) []string { return append([]string{"list", "--timeout", "1s"}, r...) },
+		"release": func(r ...string) []string {
+			return append(append([]string{"release", "--force", "--timeout", "1s"}, r...), "k")
+		},
+		"check": func(r ...string) []string { return append([]string{"check", "--timeout", "1s"}, r...) },
+		"demo":  func(r ...string) []string { return append([]string{"demo", "--timeout", "1s"}, r...) },
+	}
+	for verb, args := range verbs {
+		for _, url := range urls {
+			code, stdout, stderr := runCLI(t, args("--redis", url)...)
+			if code == exitOK || stderr == "" {
+				t.Errorf("%s --redis %s: exit status %d, stderr %q; want an error", verb, url, code, stderr)
+			}
+			if strings.Contains(stdout+stderr, "s3cret") {
+				t.Errorf("%s --redis %s printed the password:\nstdout: %s\nstderr: %s", verb, url, stdout, stderr)
+			}
+		}
+		if verb == "demo" { // takes one --redis only
+			continue
+		}
+		_, stdout, stderr := runCLI(t, args("--redis", urls[0], "--redis", urls[1])...)
+		if strings.Contains(stdout+stderr, "s3cret") {
+			t.Errorf("%s with two --redis printed the password:\n%s%s", verb, stdout, stderr)
+		}
+	}
+}

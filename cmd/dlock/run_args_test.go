@@ -72,32 +72,3 @@ func TestRunHelp(t *testing.T) {
 		t.Error(`"dlock help run" differs from "dlock run --help"`)
 	}
 }
-
-// TestRunPasswordNotPrinted checks the paths of the run verb that print a
-// URL: a server that cannot be reached, and URLs that do not parse.
-func TestRunPasswordNotPrinted(t *testing.T) {
-	t.Parallel()
-	urls := []string{
-		"redis://user:s3cret@127.0.0.1:1/0",
-		"rediss://:s3cret@127.0.0.1:1/0",
-		"redis://user:s3cret@127.0.0.1:1/x",
-		"redis://127.0.0.1:1/0?password=s3cret",
-		"redis://user:s3cret@127.0.0.1:bad/0",
-		"redis://user:s3cret@[::1/0",
-		"http://user:s3cret@x",
-	}
-	for _, url := range urls {
-		code, stdout, stderr := runCLI(t, "run", "--key", "k", "--redis", url, "--", "true")
-		if code == exitOK || stderr == "" {
-			t.Errorf("--redis %s: exit status %d, stderr %q; want an error", url, code, stderr)
-		}
-		if strings.Contains(stdout+stderr, "s3cret") {
-			t.Errorf("--redis %s printed the password:\nstdout: %s\nstderr: %s", url, stdout, stderr)
-		}
-	}
-	// Two --redis are a usage error that must not quote them either.
-	_, stdout, stderr := runCLI(t, "run", "--key", "k", "--redis", urls[0], "--redis", urls[1], "--", "true")
-	if strings.Contains(stdout+stderr, "s3cret") {
-		t.Errorf("two --redis printed the password:\n%s%s", stdout, stderr)
-	}
-}
