@@ -2,6 +2,7 @@ package dlock_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -79,5 +80,33 @@ func TestCheckDeploymentRedisDown(t *testing.T) {
 	e.srv.Kill()
 	if _, err := e.locker.CheckDeployment(timeout(t, time.Second)); err == nil {
 		t.Error("CheckDeployment on a dead Redis gave no error")
+	}
+}
+
+// Errors of the calls that span the deployment say once which operation
+// failed on which node, and show no empty key.
+func TestDeploymentWideErrorsSayItOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	mustObtain(t, e.locker, testKey(t), time.Minute)
+	checkMessage := func(what string, err error) {
+		t.Helper()
+		var nodeErr *dlock.NodeError
+		if !errors.As(err, &nodeErr) || strings.Count(err.Error(), "dlock:") != 1 || strings.Contains(err.Error(), `""`) {
+			t.Errorf("%s: %q, want one NodeError naming the node once", what, err)
+		}
+	}
+	e.srv.Pause()
+	_, err := e.locker.CheckDeployment(timeout(t, 100*time.Millisecond))
+	checkMessage("CheckDeployment on a paused Redis", err)
+	for _, err := range e.locker.Scan(timeout(t, 100*time.Millisecond), "*") {
+		checkMessage("Scan on a paused Redis", err)
+	}
+	e.srv.Resume()
+	e.srv.Kill()
+	_, err = e.locker.CheckDeployment(timeout(t, 2*time.Second))
+	checkMessage("CheckDeployment on a dead Redis", err)
+	for _, err := range e.locker.Scan(timeout(t, 2*time.Second), "*") {
+		checkMessage("Scan on a dead Redis", err)
 	}
 }

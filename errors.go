@@ -43,13 +43,16 @@ var (
 // a timeout, or an error reply. Err is what the client returned.
 type NodeError struct {
 	Node string // the address of the node, or a description of the deployment
-	Op   string // "acquire", "release", "refresh" or "ttl"
-	Key  string // the lock key
+	Op   string // "acquire", "release", "refresh", "ttl", "inspect", "force-release", "scan", "check"
+	Key  string // the lock key, the pattern of a scan, or "" for a check
 	Err  error
 }
 
-// Error describes the failed operation, the key and the node.
+// Error describes the failed operation, the key if any, and the node.
 func (e *NodeError) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("dlock: %s on %s: %v", e.Op, e.Node, e.Err)
+	}
 	return fmt.Sprintf("dlock: %s %s on %s: %v", e.Op, quoteKey(e.Key), e.Node, e.Err)
 }
 

@@ -126,9 +126,11 @@ func (n *node) exec(ctx context.Context, name string, s *script, keys []string, 
 	return reply{}, n.wrap(name, keys[0], fmt.Errorf("unexpected script reply %v", v))
 }
 
+// wrap returns err as a NodeError of this node, unless it is one already.
 func (n *node) wrap(op, key string, err error) error {
-	if err == nil {
-		return nil
+	var nodeErr *NodeError
+	if err == nil || errors.As(err, &nodeErr) {
+		return err
 	}
 	return &NodeError{Node: n.name, Op: op, Key: key, Err: err}
 }
