@@ -119,7 +119,7 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 	if _, err := c.check(key, ttl, opts); err != nil {
 		return nil, err
 	}
-	lock, _, err := c.try(ctx, key, ttl)
+	lock, _, err := c.try(ctx, lockKeys(key), ttl)
 	return lock, err
 }
 
@@ -139,9 +139,10 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts
 	if err != nil {
 		return nil, err
 	}
+	keys := lockKeys(key) // the same for every attempt
 	var timer *time.Timer
 	for attempt := 1; ; attempt++ {
-		lock, holderTTL, err := c.try(ctx, key, ttl)
+		lock, holderTTL, err := c.try(ctx, keys, ttl)
 		if !errors.Is(err, ErrNotObtained) {
 			if attempt > 1 && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				// The context ended during an attempt; the last answer was "held".
@@ -188,11 +189,13 @@ func checkTTL(ttl time.Duration) error {
 	return nil
 }
 
-// try makes one attempt. When another holder has the lock, the error wraps
-// ErrNotObtained and holderTTL is what it has left (negative if unknown).
-func (c *Client) try(ctx context.Context, key string, ttl time.Duration) (lock *Lock, holderTTL time.Duration, err error) {
+// try makes one attempt on the lock whose keys (lockKeys) are given. When
+// another holder has the lock, the error wraps ErrNotObtained and holderTTL
+// is what it has left (negative if unknown).
+func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (lock *Lock, holderTTL time.Duration, err error) {
 	token := newToken()
-	o := op{kind: opAcquire, keys: lockKeys(key), token: token, ttl: ttl}
+	o := op{kind: opAcquire, keys: keys, token: token, ttl: ttl}
+	key := o.key()
 	sent := time.Now()
 	r, err := c.call(ctx, o)
 	if err != nil {
