@@ -12,10 +12,15 @@ import (
 // op is one script call on the node: what to run, on which lock.
 type op struct {
 	kind  opKind
-	keys  []string      // the lock key and its fence key: see lockKeys
+	keys  []string      // the lock key and its fence key (lockKeys), in fair mode also its queue (fairKeys)
 	token any           // the holder's token, boxed once for all the calls of a Lock
 	ttl   time.Duration // acquire and refresh only
+	lease time.Duration // fair acquire: the waiter's lease; 0 to not join the queue
+	fence int64         // raise fence only
 }
+
+// fair reports whether o is on a lock of fair mode.
+func (o op) fair() bool { return len(o.keys) > 2 }
 
 // key is the lock key, for messages.
 func (o op) key() string { return o.keys[0] }
@@ -29,11 +34,14 @@ const (
 	opTTL
 	opInspect
 	opForceRelease
+	opLeave      // a fair waiter gives up its place
+	opRaiseFence // Redlock: store the quorum's fence where the lock is ours
 )
 
 var opNames = [...]string{
 	opAcquire: "acquire", opRelease: "release", opRefresh: "refresh", opTTL: "ttl",
-	opInspect: "inspect", opForceRelease: "force-release",
+	opInspect: "inspect", opForceRelease: "force-release", opLeave: "leave",
+	opRaiseFence: "acquire",
 }
 
 func (k opKind) String() string { return opNames[k] }
@@ -42,26 +50,20 @@ func (k opKind) String() string { return opNames[k] }
 // inspect also the token and the fence.
 type reply struct {
 	code, value int64
+	head        bool // fair acquire: the caller is first in the queue
 	token       string
 	fence       int64
+	waiters     int64       // inspect: live fair-mode waiters
+	raise       *fenceRaise // Redlock acquire: the fence is not on a quorum yet
 }
 
-// run sends o to the node and waits for the answer.
+// run sends o to Redis and waits for the answer: to the node, or to every
+// node of a Redlock quorum.
 func (c *Client) run(ctx context.Context, o op) (reply, error) {
-	switch o.kind {
-	case opAcquire:
-		return c.node.acquire(ctx, o.keys, o.token, o.ttl)
-	case opRelease:
-		return c.node.release(ctx, o.keys, o.token)
-	case opRefresh:
-		return c.node.refresh(ctx, o.keys, o.token, o.ttl)
-	case opTTL:
-		return c.node.ttl(ctx, o.keys, o.token)
-	case opInspect:
-		return c.node.inspect(ctx, o.keys)
-	default:
-		return c.node.forceRelease(ctx, o.keys)
+	if c.quorum != nil {
+		return c.quorum.run(ctx, o)
 	}
+	return c.node.run(ctx, o)
 }
 
 // call runs o and returns its reply, or returns when ctx is done, whichever
@@ -69,7 +71,7 @@ func (c *Client) run(ctx context.Context, o op) (reply, error) {
 // direct path: no goroutine, no allocation. If the caller gave up on an
 // acquire that landed anyway, the lock is released.
 func (c *Client) call(ctx context.Context, o op) (reply, error) {
-	if ctx.Done() == nil {
+	if ctx.Done() == nil || c.quorum != nil { // a quorum bounds its own calls
 		return c.run(ctx, o)
 	}
 	var late func(reply, error)
@@ -121,7 +123,7 @@ func bounded[T any](ctx context.Context, c *Client, op, key string, fn func(cont
 		return p.value, p.err
 	case <-ctx.Done():
 		if p.state.CompareAndSwap(waiting, abandoned) {
-			return zero, c.node.wrap(op, key, &noAnswerError{contextError(ctx)})
+			return zero, c.nodes[0].wrap(op, key, &noAnswerError{contextError(ctx)})
 		}
 		<-p.done // the result came just now: take it
 		return p.value, p.err

@@ -29,22 +29,24 @@ func (c *Client) CheckDeployment(ctx context.Context) ([]string, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	shards, err := bounded(ctx, c, "check", "", c.node.shards, nil)
-	if err != nil {
-		return nil, err
-	}
 	var warnings []string
-	for _, shard := range shards {
-		found, err := bounded(ctx, c, "check", "", func(ctx context.Context) ([]string, error) {
-			return checkServer(ctx, shard)
-		}, nil)
+	for _, n := range c.nodes {
+		shards, err := bounded(ctx, c, "check", "", n.shards, nil)
 		if err != nil {
-			return warnings, c.node.wrap("check", "", err)
+			return warnings, n.wrap("check", "", err)
 		}
-		for _, w := range found {
-			c.logger.Warn("dlock: " + w)
+		for _, shard := range shards {
+			found, err := bounded(ctx, c, "check", "", func(ctx context.Context) ([]string, error) {
+				return checkServer(ctx, shard)
+			}, nil)
+			if err != nil {
+				return warnings, n.wrap("check", "", err)
+			}
+			for _, w := range found {
+				c.logger.Warn("dlock: " + w)
+			}
+			warnings = append(warnings, found...)
 		}
-		warnings = append(warnings, found...)
 	}
 	return warnings, nil
 }

@@ -22,13 +22,19 @@ import (
 // A Client does not own the Redis client it was given: Close does not close
 // it, and it must stay open as long as the Client is used.
 type Client struct {
-	node   *node
+	node   *node   // the deployment of a plain Client; nil for Redlock
+	quorum *quorum // the nodes of a Redlock Client; nil for a plain one
+	nodes  []*node // every node: node, or the quorum's
 	logger *slog.Logger
 	epoch  time.Time // monotonic origin of the validity deadlines
 	err    error     // a nil client or bad option given to New; every call returns it
 
+	renewer renewer     // of the locks obtained WithAutoRenew
+	subs    *subscriber // the release messages that wake waiters
+
 	mu     sync.Mutex // orders track against Close
 	closed atomic.Bool
+	done   chan struct{}  // closed by Close: the background goroutines stop
 	wg     sync.WaitGroup // the goroutines of this Client
 }
 
@@ -39,21 +45,15 @@ type Client struct {
 // every call of the Client then returns the error (ErrNilClient,
 // ErrInvalidOption).
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
-	cfg := clientConfig{logger: slog.New(slog.DiscardHandler)}
-	for _, opt := range opts {
-		if opt == nil {
-			cfg.err = fmt.Errorf("%w: nil Option", ErrInvalidOption)
-			break
-		}
-		if opt(&cfg); cfg.err != nil {
-			break
-		}
-	}
-	c := &Client{logger: cfg.logger, epoch: time.Now(), err: cfg.err}
+	cfg, err := newClientConfig(opts)
+	c := &Client{logger: cfg.logger, epoch: time.Now(), err: err, done: make(chan struct{})}
+	c.renewer.c = c
 	if isNil(rdb) {
 		c.err = ErrNilClient
 	} else {
-		c.node = newNode(rdb)
+		c.node = newNode(rdb, cfg.ack)
+		c.nodes = []*node{c.node}
+		c.subs = newSubscriber(rdb, c.logger)
 	}
 	return c
 }
@@ -76,12 +76,19 @@ func isNil(rdb redis.UniversalClient) bool {
 
 // Close waits for the Client's background work to finish, such as the
 // release of a lock whose caller stopped waiting for it, and makes later
-// calls return ErrClosed. It does not release held locks (they expire) and
-// does not close the Redis client. Close always returns nil.
+// calls return ErrClosed. It stops renewing locks: those obtained
+// WithAutoRenew end with ErrLockLost. It does not release held locks (they
+// expire) and does not close the Redis client. Close always returns nil.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	c.closed.Store(true)
+	first := !c.closed.Swap(true)
+	if first {
+		close(c.done)
+	}
 	c.mu.Unlock()
+	if first && c.subs != nil {
+		c.subs.close()
+	}
 	c.wg.Wait()
 	return nil
 }
@@ -116,56 +123,36 @@ func (c *Client) usable() error {
 // Cluster slot (see the package documentation). ttl must be at least one
 // millisecond; Redis counts it in whole milliseconds, rounding down.
 func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
-	if _, err := c.check(key, ttl, opts); err != nil {
+	cfg, err := c.check(key, ttl, opts)
+	if err != nil {
 		return nil, err
 	}
-	lock, _, err := c.try(ctx, lockKeys(key), ttl)
+	o := op{kind: opAcquire, keys: cfg.keys(key), token: newToken(), ttl: ttl}
+	lock, _, err := c.try(ctx, o, cfg)
 	return lock, err
 }
 
 // Obtain obtains the lock named key for ttl, waiting while another holder
 // has it, until ctx is done. Like sync.Mutex.Lock, but with a context.
 //
-// Between attempts it sleeps as the Backoff says (see WithBackoff), never
-// past the moment the holder's lock expires. When ctx ends while another
-// holder has the lock, the error matches both ErrNotObtained and the
-// context's error (context.DeadlineExceeded or context.Canceled), so a
-// caller can tell "held by someone else" from "Redis failed".
+// A waiter is woken by the release: it listens on the lock's channel, on one
+// connection the Client shares among all its waiters. It also tries again
+// when the holder's lock expires, and after the delays of its Backoff (see
+// WithBackoff), which cover holders that release without telling, such as
+// a plain DEL from another library. WithFair makes waiters take turns.
 //
-// Obtain waits only for the lock, not for Redis: an error from Redis (down,
-// refusing, a key of another type) ends it at once.
+// When ctx ends while another holder has the lock, the error matches both
+// ErrNotObtained and the context's error (context.DeadlineExceeded or
+// context.Canceled), so a caller can tell "held by someone else" from
+// "Redis failed". Obtain waits only for the lock, not for Redis: an error
+// from Redis (down, refusing, a key of another type) ends it at once.
 func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
 	cfg, err := c.check(key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
-	keys := lockKeys(key) // the same for every attempt
-	var timer *time.Timer
-	for attempt := 1; ; attempt++ {
-		lock, holderTTL, err := c.try(ctx, keys, ttl)
-		if !errors.Is(err, ErrNotObtained) {
-			if attempt > 1 && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				// The context ended during an attempt; the last answer was "held".
-				err = fmt.Errorf("%w: %s was held at the last attempt: %w", ErrNotObtained, quoteKey(key), err)
-			}
-			return lock, err
-		}
-		delay := max(cfg.backoff.Delay(attempt, holderTTL), 0)
-		if holderTTL >= 0 {
-			delay = min(delay, holderTTL)
-		}
-		if timer == nil {
-			timer = time.NewTimer(delay)
-			defer timer.Stop()
-		} else {
-			timer.Reset(delay)
-		}
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: %w", err, contextError(ctx))
-		}
-	}
+	w := waiter{c: c, cfg: cfg, key: key, keys: cfg.keys(key), ttl: ttl}
+	return w.obtain(ctx)
 }
 
 // check validates the arguments of an obtain.
@@ -179,7 +166,11 @@ func (c *Client) check(key string, ttl time.Duration, opts []ObtainOption) (obta
 	if err := checkTTL(ttl); err != nil {
 		return obtainConfig{}, err
 	}
-	return newObtainConfig(opts)
+	cfg, err := newObtainConfig(opts)
+	if err == nil && cfg.fair && c.quorum != nil {
+		err = fmt.Errorf("%w: WithFair needs one Redis deployment; a Redlock quorum has no single queue", ErrInvalidOption)
+	}
+	return cfg, err
 }
 
 func checkTTL(ttl time.Duration) error {
@@ -189,32 +180,42 @@ func checkTTL(ttl time.Duration) error {
 	return nil
 }
 
-// try makes one attempt on the lock whose keys (lockKeys) are given. When
-// another holder has the lock, the error wraps ErrNotObtained and holderTTL
-// is what it has left (negative if unknown).
-func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (lock *Lock, holderTTL time.Duration, err error) {
-	token := newToken()
-	o := op{kind: opAcquire, keys: keys, token: token, ttl: ttl}
+// try makes one attempt, the acquire o. When another holder has the lock,
+// the error wraps ErrNotObtained, and the reply says what the holder has
+// left (value, negative if unknown) and in fair mode whether the caller is
+// first in the queue.
+func (c *Client) try(ctx context.Context, o op, cfg obtainConfig) (lock *Lock, r reply, err error) {
 	key := o.key()
 	sent := time.Now()
-	r, err := c.call(ctx, o)
+	r, err = c.call(ctx, o)
 	if err != nil {
 		if replyLost(err) {
 			// The script may have run before the reply was lost.
-			c.releaseInBackground(o.keys, o.token, ttl)
+			c.releaseInBackground(o.keys, o.token, o.ttl)
 		}
-		return nil, -1, err
+		return nil, r, err
 	}
 	switch r.code {
 	case acquired:
-		return c.newLock(o, token, r.value, sent), 0, nil
+		lock = c.newLock(o, r.value, sent)
+		lock.raise = r.raise
+		if cfg.autoRenew {
+			lock.renewed = true
+			if err := c.renewer.add(lock); err != nil {
+				return nil, r, err // closed meanwhile; the lock expires
+			}
+		}
+		return lock, r, nil
 	case held:
-		holderTTL = time.Duration(r.value) * time.Millisecond
-		return nil, holderTTL, fmt.Errorf("%w: %s is held by another holder%s", ErrNotObtained, quoteKey(key), expiresIn(holderTTL))
+		holderTTL := time.Duration(r.value) * time.Millisecond
+		if r.value == -2 {
+			return nil, r, fmt.Errorf("%w: %s is free, but earlier waiters go first", ErrNotObtained, quoteKey(key))
+		}
+		return nil, r, fmt.Errorf("%w: %s is held by another holder%s", ErrNotObtained, quoteKey(key), expiresIn(holderTTL))
 	case wrongType:
-		return nil, -1, fmt.Errorf("%w: %s exists and is not a string, so it is no lock", ErrWrongType, quoteKey(key))
+		return nil, r, fmt.Errorf("%w: %s exists and is not a string, so it is no lock", ErrWrongType, quoteKey(key))
 	}
-	return nil, -1, fmt.Errorf("dlock: acquire %s: unexpected reply code %d", quoteKey(key), r.code)
+	return nil, r, fmt.Errorf("dlock: acquire %s: unexpected reply code %d", quoteKey(key), r.code)
 }
 
 func expiresIn(d time.Duration) string {
@@ -232,9 +233,10 @@ func replyLost(err error) bool {
 	var nodeErr *NodeError
 	var noAnswer *noAnswerError
 	var netErr *net.OpError
+	var quorumErr *QuorumError
 	switch {
-	case !errors.As(err, &nodeErr), errors.As(err, &noAnswer):
-		return false
+	case !errors.As(err, &nodeErr), errors.As(err, &noAnswer), errors.As(err, &quorumErr):
+		return false // a quorum cleans up after itself
 	case errors.As(err, &netErr) && netErr.Op == "dial",
 		errors.Is(err, redis.ErrClosed),
 		errors.Is(err, redis.ErrPoolTimeout),
@@ -263,10 +265,24 @@ func (c *Client) releaseInBackground(keys []string, token any, ttl time.Duration
 func (c *Client) releaseLate(keys []string, token any, ttl time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), ttl)
 	defer cancel()
-	if _, err := c.node.release(ctx, keys, token); err != nil {
+	o := op{kind: opRelease, keys: keys, token: token}
+	if o.fair() {
+		o.kind = opLeave // also leave the queue
+	}
+	if _, err := c.run(ctx, o); err != nil {
 		c.logger.Warn("dlock: could not release a lock whose acquire reply was lost; it expires by itself",
 			"key", quoteKey(keys[0]), "ttl", ttl, "error", err)
 	}
+}
+
+// refreshMany refreshes the locks of one renewer batch, handing the
+// results to deliver as they come (see node.refreshMany).
+func (c *Client) refreshMany(ctx context.Context, locks []*Lock, deliver func([]*Lock, []refreshResult)) {
+	if c.quorum != nil {
+		deliver(locks, c.quorum.refreshMany(ctx, locks))
+		return
+	}
+	c.node.refreshMany(ctx, locks, deliver)
 }
 
 // newToken returns 128 random bits from crypto/rand, URL-safe base64.

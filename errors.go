@@ -37,6 +37,20 @@ var (
 
 	// ErrClosed means the Client was closed.
 	ErrClosed = errors.New("dlock: client closed")
+
+	// ErrLockLost means a lock stopped being ours while we held it: a
+	// refresh found it gone or taken, or its validity (Lock.Until) ran out
+	// before a refresh got through. Lock.Err returns it once Lock.Done is
+	// closed, and it is the cause of the context Client.Do gives its
+	// function.
+	ErrLockLost = errors.New("dlock: lock lost")
+
+	// ErrNotReplicated means fewer replicas than WithReplicaAck asks for
+	// acknowledged an acquire in time. The lock was released again.
+	ErrNotReplicated = errors.New("dlock: not acknowledged by enough replicas")
+
+	// ErrReleased is what Lock.Err returns after Release released the lock.
+	ErrReleased = errors.New("dlock: lock released")
 )
 
 // NodeError is a failure to talk to one Redis deployment: a network error,

@@ -151,3 +151,81 @@ func ExampleLock_Fence() {
 	fmt.Println("second written:", ok2 == 1, "late first refused:", ok1 == 0)
 	// Output: second written: true late first refused: true
 }
+
+// Do holds a lock while a function runs, renews it, and releases it. The
+// function's context is cancelled if the lock is lost.
+func ExampleClient_Do() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+
+	err := locker.Do(context.Background(), "cache:refill:products", 10*time.Second, func(ctx context.Context) error {
+		// A long refill: the lock is renewed while it runs, and ctx ends
+		// (with cause dlock.ErrLockLost) if the lock is lost.
+		fmt.Println("refilling the cache")
+		return ctx.Err()
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// refilling the cache
+	// done: <nil>
+}
+
+// A lock obtained WithAutoRenew stays held until it is released; Done
+// closes if it is lost, and Err says why.
+func ExampleWithAutoRenew() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+
+	lock, err := locker.Obtain(context.Background(), "leader:billing", 3*time.Second, dlock.WithAutoRenew(true))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rdb.Del(context.Background(), "leader:billing") // someone deletes the key
+	select {
+	case <-lock.Done():
+		fmt.Println("lost:", errors.Is(lock.Err(), dlock.ErrLockLost))
+	case <-time.After(5 * time.Second):
+		fmt.Println("still held")
+	}
+	// Output: lost: true
+}
+
+// Fair waiters get the lock in the order they asked for it.
+func ExampleWithFair() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+
+	holder, _ := locker.TryObtain(context.Background(), "printer", time.Minute)
+	done := make(chan string)
+	for i, name := range []string{"first", "second", "third"} {
+		go func() {
+			lock, err := locker.Obtain(context.Background(), "printer", time.Minute, dlock.WithFair())
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			done <- name
+			lock.Release(context.Background())
+		}()
+		// Let this one queue before the next one asks.
+		for info, _ := locker.Inspect(context.Background(), "printer"); info.Waiters <= i; {
+			time.Sleep(time.Millisecond)
+			info, _ = locker.Inspect(context.Background(), "printer")
+		}
+	}
+	holder.Release(context.Background())
+	for range 3 {
+		fmt.Println(<-done)
+	}
+	// Output:
+	// first
+	// second
+	// third
+}

@@ -32,6 +32,11 @@ type LockInfo struct {
 	// that is no longer known (the lock was not taken by dlock, or its fence
 	// expired with it).
 	Fence int64
+
+	// Waiters is how many callers wait for the lock in fair mode (see
+	// WithFair), counting those whose lease in the queue still runs.
+	// Waiters in plain mode leave no trace in Redis and are not counted.
+	Waiters int
 }
 
 // Inspect reports the state of the lock named key, whoever holds it, in one
@@ -40,14 +45,14 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	if err := c.checkKey(key); err != nil {
 		return LockInfo{}, err
 	}
-	r, err := c.call(ctx, op{kind: opInspect, keys: lockKeys(key)})
+	r, err := c.call(ctx, op{kind: opInspect, keys: fairKeys(key)})
 	switch {
 	case err != nil:
 		return LockInfo{}, err
 	case r.code == 2:
 		return LockInfo{}, fmt.Errorf("%w: %s exists and is not a string, so it is no lock", ErrWrongType, quoteKey(key))
 	}
-	info := LockInfo{Key: key, Held: r.code == 1, Token: r.token, Fence: r.fence}
+	info := LockInfo{Key: key, Held: r.code == 1, Token: r.token, Fence: r.fence, Waiters: int(r.waiters)}
 	switch {
 	case !info.Held:
 	case r.value < 0:
@@ -92,7 +97,7 @@ func (c *Client) checkKey(key string) error {
 const scanCount = 500
 
 // Scan lists the locks held now whose names match pattern, on every primary
-// of a Cluster. The pattern is a Redis glob, as for KEYS and SCAN MATCH:
+// of a Cluster, and on every node of a Redlock (each lock once). The pattern is a Redis glob, as for KEYS and SCAN MATCH:
 // "*" for all, ? * [abc] [^a] [a-z], and a backslash to escape. Scan uses
 // SCAN, never KEYS, so it does not block Redis, and like SCAN it may miss
 // locks taken or released while it runs. It finds the locks taken by dlock
@@ -105,21 +110,27 @@ func (c *Client) Scan(ctx context.Context, pattern string) iter.Seq2[LockInfo, e
 			yield(LockInfo{}, err)
 			return
 		}
-		shards, err := bounded(ctx, c, "scan", pattern, c.node.shards, nil)
-		if err != nil {
-			yield(LockInfo{}, err)
-			return
+		var seen map[string]bool // of a Redlock, whose nodes hold the same keys
+		if len(c.nodes) > 1 {
+			seen = map[string]bool{}
 		}
-		for _, shard := range shards {
-			if !c.scanShard(ctx, shard, pattern, yield) {
+		for _, n := range c.nodes {
+			shards, err := bounded(ctx, c, "scan", pattern, n.shards, nil)
+			if err != nil {
+				yield(LockInfo{}, n.wrap("scan", pattern, err))
 				return
+			}
+			for _, shard := range shards {
+				if !c.scanShard(ctx, n, shard, pattern, seen, yield) {
+					return
+				}
 			}
 		}
 	}
 }
 
 // scanShard scans one server; it returns false when the iteration must stop.
-func (c *Client) scanShard(ctx context.Context, shard redis.Cmdable, pattern string, yield func(LockInfo, error) bool) bool {
+func (c *Client) scanShard(ctx context.Context, n *node, shard redis.Cmdable, pattern string, seen map[string]bool, yield func(LockInfo, error) bool) bool {
 	var cursor uint64
 	for {
 		type page struct {
@@ -131,12 +142,15 @@ func (c *Client) scanShard(ctx context.Context, shard redis.Cmdable, pattern str
 			return page{keys, next}, err
 		}, nil)
 		if err != nil {
-			return yield(LockInfo{}, c.node.wrap("scan", pattern, err))
+			return yield(LockInfo{}, n.wrap("scan", pattern, err))
 		}
 		for _, side := range p.keys {
 			key, ok := lockKeyOf(fenceKind, side)
-			if !ok || !matchPattern(pattern, key) {
+			if !ok || !matchPattern(pattern, key) || seen[key] {
 				continue
+			}
+			if seen != nil {
+				seen[key] = true
 			}
 			info, err := c.Inspect(ctx, key)
 			if err != nil || !info.Held {

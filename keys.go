@@ -19,10 +19,24 @@ import (
 //	                         to the key's slot, followed by the key itself
 const fenceKind = "fence"
 
+// The side keys of fair mode: the queue of waiters in arrival order, and
+// their leases.
+const (
+	queueKind = "queue"
+	leaseKind = "lease"
+)
+
 // lockKeys returns the KEYS of every script on the lock named key: the key
 // itself and its fence key. A Lock keeps the slice for all its calls.
 func lockKeys(key string) []string {
 	return []string{key, sideKey(fenceKind, key)}
+}
+
+// fairKeys returns the KEYS of the fair-mode scripts on the lock named key:
+// lockKeys, then the queue and the leases of its waiters. The other scripts
+// use the first two and accept the rest.
+func fairKeys(key string) []string {
+	return []string{key, sideKey(fenceKind, key), sideKey(queueKind, key), sideKey(leaseKind, key)}
 }
 
 // sideKey returns the name of the side key of the given kind for a lock key.

@@ -3,6 +3,7 @@ package dlock
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -18,16 +19,27 @@ type Lock struct {
 	key    string
 	token  string
 	fence  int64
-	keys   []string     // the scripts' KEYS, from the acquire
-	arg    any          // token, boxed once for the scripts' ARGV
-	until  atomic.Int64 // validity deadline, nanoseconds after client.epoch
-	gone   atomic.Bool  // released, or found not held: no need to ask Redis again
+	keys   []string      // the scripts' KEYS, from the acquire
+	arg    any           // token, boxed once for the scripts' ARGV
+	ttl    time.Duration // of the acquire, and of every automatic refresh
+	until  atomic.Int64  // validity deadline, nanoseconds after client.epoch
+	gone   atomic.Bool   // released, or found not held: no need to ask Redis again
+
+	mu      sync.Mutex
+	err     error                   // why the lock ended: ErrReleased or ErrLockLost; nil while held
+	life    context.Context         // made by the first Done; cancelled with err
+	cancel  context.CancelCauseFunc // of life
+	expiry  *time.Timer             // without auto-renew: ends the lock at Until, once life exists
+	renewed bool                    // WithAutoRenew: the Client's renewer refreshes it
+	raise   *fenceRaise             // Redlock: stores fence on a quorum at the first Fence
+	raised  sync.Once
+	renew   renewState // the renewer's bookkeeping, under renewer.mu
 }
 
 // newLock returns the Lock that the acquire o obtained, with the fence it
 // got. It keeps the acquire's keys and boxed token for its own calls.
-func (c *Client) newLock(o op, token string, fence int64, sent time.Time) *Lock {
-	l := &Lock{client: c, key: o.key(), token: token, fence: fence, keys: o.keys, arg: o.token}
+func (c *Client) newLock(o op, fence int64, sent time.Time) *Lock {
+	l := &Lock{client: c, key: o.key(), token: o.token.(string), fence: fence, keys: o.keys, arg: o.token, ttl: o.ttl}
 	l.setUntil(sent, o.ttl)
 	return l
 }
@@ -46,7 +58,25 @@ func (l *Lock) Token() string { return l.token }
 // server's clock does not step backwards (it is at least the server's time in
 // microseconds). Pass it to the protected resource, and have the resource
 // refuse any write with a fence lower than one it has seen.
-func (l *Lock) Fence() int64 { return l.fence }
+//
+// On a Redlock Client (NewRedlock), the fence is the largest one the nodes
+// of the quorum handed out, and the first call of Fence stores it on a
+// quorum of nodes where the lock is still ours, in one round that waits at
+// most the node timeout: only then is it larger than any later holder's.
+// If that fails (the lock is lost, or too many nodes fail), Fence returns 0,
+// which a resource that checks fences rejects. Later calls return the same.
+func (l *Lock) Fence() int64 {
+	if l.raise != nil {
+		l.raised.Do(func() {
+			ctx, cancel := context.WithDeadline(context.Background(), l.Until())
+			defer cancel()
+			if !l.raise.run(ctx) {
+				l.fence = 0
+			}
+		})
+	}
+	return l.fence
+}
 
 // Until returns a conservative deadline of the lock: the time the last
 // successful acquire or refresh was sent, plus its ttl, less a drift margin
@@ -79,10 +109,11 @@ func (l *Lock) Release(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.gone.Store(true)
 	if r.code != 1 {
+		l.end(l.lostError("release found it gone or taken"))
 		return l.notHeld("release")
 	}
+	l.end(ErrReleased)
 	return nil
 }
 
@@ -102,10 +133,11 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	if r.code != 1 {
-		l.gone.Store(true)
+		l.end(l.lostError("refresh found it gone or taken"))
 		return l.notHeld("refresh")
 	}
 	l.setUntil(sent, ttl)
+	l.rearm()
 	return nil
 }
 
@@ -122,7 +154,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	case err != nil:
 		return 0, err
 	case r.code != 1:
-		l.gone.Store(true)
+		l.end(l.lostError("ttl found it gone or taken"))
 		return 0, l.notHeld("ttl")
 	case r.value < 0:
 		return -1, nil

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,10 +18,11 @@ import (
 type node struct {
 	rdb  redis.UniversalClient
 	name string
+	ack  replicaAck // WithReplicaAck: acquires wait for replicas
 }
 
-func newNode(rdb redis.UniversalClient) *node {
-	return &node{rdb: rdb, name: nodeName(rdb)}
+func newNode(rdb redis.UniversalClient, ack replicaAck) *node {
+	return &node{rdb: rdb, name: nodeName(rdb), ack: ack}
 }
 
 // nodeName describes a deployment for error messages. It never includes
@@ -35,6 +38,96 @@ func nodeName(rdb redis.UniversalClient) string {
 	default:
 		return fmt.Sprintf("%T", rdb)
 	}
+}
+
+// run sends o to this node and waits for the answer.
+func (n *node) run(ctx context.Context, o op) (reply, error) {
+	switch o.kind {
+	case opAcquire:
+		if n.ack.replicas > 0 {
+			return n.acquireAcked(ctx, o)
+		}
+		if o.fair() {
+			return n.fairAcquire(ctx, o.keys, o.token, o.ttl, o.lease)
+		}
+		return n.acquire(ctx, o.keys, o.token, o.ttl)
+	case opRelease:
+		if o.fair() {
+			return n.fairRelease(ctx, o.keys, o.token, false)
+		}
+		return n.release(ctx, o.keys, o.token)
+	case opLeave:
+		return n.fairRelease(ctx, o.keys, o.token, true)
+	case opRefresh:
+		return n.refresh(ctx, o.keys, o.token, o.ttl)
+	case opTTL:
+		return n.ttl(ctx, o.keys, o.token)
+	case opInspect:
+		return n.inspect(ctx, o.keys)
+	case opRaiseFence:
+		return n.exec(ctx, "acquire", raiseFenceScript, o.keys, o.token, o.fence)
+	default:
+		return n.forceRelease(ctx, o.keys)
+	}
+}
+
+// acquireAcked runs the acquire o, pipelined with a WAIT on the same
+// connection, so the WAIT covers its write (WithReplicaAck). An acquire that
+// too few replicas acknowledged is released again.
+func (n *node) acquireAcked(ctx context.Context, o op) (reply, error) {
+	s, args := acquireScript, []any{o.token, o.ttl.Milliseconds()}
+	if o.fair() {
+		s, args = fairAcquireScript, append(args, o.lease.Milliseconds())
+	}
+	primary, err := n.primaryFor(ctx, o.key())
+	if err != nil {
+		return reply{}, n.wrap("acquire", o.key(), err)
+	}
+	var v any
+	var acks int64
+	for _, withSource := range []bool{false, true} {
+		pipe := primary.Pipeline()
+		var eval *redis.Cmd
+		if withSource {
+			eval = pipe.Eval(ctx, s.src, o.keys, args...)
+		} else {
+			eval = pipe.EvalSha(ctx, s.sha, o.keys, args...)
+		}
+		wait := pipe.Do(ctx, "WAIT", n.ack.replicas, n.ack.timeout.Milliseconds())
+		_, _ = pipe.Exec(ctx)
+		v, err = eval.Result()
+		if !errors.Is(err, redis.ErrNoScript) {
+			acks, _ = wait.Int64()
+			break
+		}
+	}
+	if err != nil {
+		return reply{}, n.wrap("acquire", o.key(), err)
+	}
+	r, err := n.decode("acquire", o.key(), v)
+	if err != nil || r.code != acquired || acks >= int64(n.ack.replicas) {
+		return r, err
+	}
+	release := op{kind: opRelease, keys: o.keys, token: o.token}
+	if o.fair() {
+		release.kind = opLeave
+	}
+	if _, err := n.run(ctx, release); err != nil {
+		return reply{}, n.wrap("acquire", o.key(), fmt.Errorf("%w: %d of %d replicas within %v, and the release failed: %w", ErrNotReplicated, acks, n.ack.replicas, n.ack.timeout, err))
+	}
+	return reply{}, n.wrap("acquire", o.key(), fmt.Errorf("%w: %d of %d replicas within %v; released", ErrNotReplicated, acks, n.ack.replicas, n.ack.timeout))
+}
+
+// primaryFor returns the client of the server that holds key, whose
+// connection a WAIT must share with the write it waits for.
+func (n *node) primaryFor(ctx context.Context, key string) (*redis.Client, error) {
+	switch c := n.rdb.(type) {
+	case *redis.Client:
+		return c, nil
+	case *redis.ClusterClient:
+		return c.MasterForKey(ctx, key)
+	}
+	return nil, fmt.Errorf("WithReplicaAck needs a *redis.Client or *redis.ClusterClient, not %T", n.rdb)
 }
 
 // eval runs s with EVALSHA. When the server does not have the script (it was
@@ -66,6 +159,22 @@ func (n *node) release(ctx context.Context, keys []string, token any) (reply, er
 	return n.exec(ctx, "release", releaseScript, keys, token)
 }
 
+// fairAcquire replies as fair_acquire.lua says; when the caller waits, head
+// is 1 if it is first in the queue.
+func (n *node) fairAcquire(ctx context.Context, keys []string, token any, ttl, lease time.Duration) (reply, error) {
+	return n.exec(ctx, "acquire", fairAcquireScript, keys, token, ttl.Milliseconds(), lease.Milliseconds())
+}
+
+// fairRelease releases a lock obtained in fair mode and wakes the next
+// waiter. With leave, the caller is a waiter giving up its place.
+func (n *node) fairRelease(ctx context.Context, keys []string, token any, leave bool) (reply, error) {
+	mode := ""
+	if leave {
+		mode = "leave"
+	}
+	return n.exec(ctx, "release", fairReleaseScript, keys, token, mode)
+}
+
 func (n *node) refresh(ctx context.Context, keys []string, token any, ttl time.Duration) (reply, error) {
 	return n.exec(ctx, "refresh", refreshScript, keys, token, ttl.Milliseconds())
 }
@@ -76,20 +185,21 @@ func (n *node) ttl(ctx context.Context, keys []string, token any) (reply, error)
 	return n.exec(ctx, "ttl", ttlScript, keys, token)
 }
 
-// inspect replies {state, pttl, token, fence} as inspect.lua says, state in
-// code and pttl in value.
+// inspect replies {state, token, pttl, fence, waiters} as inspect.lua says,
+// state in code and pttl in value. keys are fairKeys.
 func (n *node) inspect(ctx context.Context, keys []string) (reply, error) {
 	v, err := n.eval(ctx, inspectScript, keys)
 	if err != nil {
 		return reply{}, n.wrap("inspect", keys[0], err)
 	}
-	if a, ok := v.([]any); ok && len(a) == 4 {
+	if a, ok := v.([]any); ok && len(a) == 5 {
 		state, ok1 := a[0].(int64)
 		token, ok2 := a[1].(string)
 		pttl, ok3 := a[2].(int64)
 		fence, ok4 := a[3].(string)
-		if ok1 && ok2 && ok3 && ok4 {
-			r := reply{code: state, value: pttl, token: token}
+		waiters, ok5 := a[4].(int64)
+		if ok1 && ok2 && ok3 && ok4 && ok5 {
+			r := reply{code: state, value: pttl, token: token, waiters: waiters}
 			if fence != "" {
 				r.fence, err = strconv.ParseInt(fence, 10, 64)
 			}
@@ -111,19 +221,29 @@ func (n *node) exec(ctx context.Context, name string, s *script, keys []string, 
 	if err != nil {
 		return reply{}, n.wrap(name, keys[0], err)
 	}
+	return n.decode(name, keys[0], v)
+}
+
+// decode decodes a script's reply: an integer, or {code, value[, head]}.
+func (n *node) decode(name, key string, v any) (reply, error) {
 	switch v := v.(type) {
 	case int64:
 		return reply{code: v}, nil
 	case []any:
-		if len(v) == 2 {
+		if len(v) == 2 || len(v) == 3 {
 			code, ok1 := v[0].(int64)
 			value, ok2 := v[1].(int64)
-			if ok1 && ok2 {
-				return reply{code: code, value: value}, nil
+			var head int64
+			ok3 := true
+			if len(v) == 3 {
+				head, ok3 = v[2].(int64)
+			}
+			if ok1 && ok2 && ok3 {
+				return reply{code: code, value: value, head: head == 1}, nil
 			}
 		}
 	}
-	return reply{}, n.wrap(name, keys[0], fmt.Errorf("unexpected script reply %v", v))
+	return reply{}, n.wrap(name, key, fmt.Errorf("unexpected script reply %v", v))
 }
 
 // wrap returns err as a NodeError of this node, unless it is one already.
@@ -133,4 +253,88 @@ func (n *node) wrap(op, key string, err error) error {
 		return err
 	}
 	return &NodeError{Node: n.name, Op: op, Key: key, Err: err}
+}
+
+// refreshResult is the answer to one refresh of a batch: held, not held
+// (err nil), or no answer (err set).
+type refreshResult struct {
+	held bool
+	err  error
+}
+
+// refreshMany refreshes every lock, each for its own ttl, in one pipeline
+// per server, and hands each server's results to deliver as they come: on a
+// Cluster, one pipeline per primary, all at once, so a primary that is down
+// or failing over delays the refreshes of its own locks only. deliver may
+// be called from several goroutines at once; refreshMany returns when every
+// call has returned.
+func (n *node) refreshMany(ctx context.Context, locks []*Lock, deliver func([]*Lock, []refreshResult)) {
+	cluster, ok := n.rdb.(*redis.ClusterClient)
+	if !ok {
+		res := make([]refreshResult, len(locks))
+		n.refreshOn(ctx, n.rdb, locks, res)
+		deliver(locks, res)
+		return
+	}
+	byPrimary := map[*redis.Client][]*Lock{}
+	for _, l := range locks {
+		primary, err := cluster.MasterForKey(ctx, l.key)
+		if err != nil {
+			primary = nil // the ClusterClient finds it, below
+		}
+		byPrimary[primary] = append(byPrimary[primary], l)
+	}
+	var wg sync.WaitGroup
+	for primary, group := range byPrimary {
+		wg.Go(func() {
+			res := make([]refreshResult, len(group))
+			if primary != nil {
+				n.refreshOn(ctx, primary, group, res)
+			}
+			if primary == nil || slices.ContainsFunc(res, func(r refreshResult) bool { return r.err != nil }) {
+				// Moved, failing over, or unknown: the ClusterClient follows
+				// redirections and reloads the slot map.
+				n.refreshOn(ctx, cluster, group, res)
+			}
+			deliver(group, res)
+		})
+	}
+	wg.Wait()
+}
+
+// refreshOn refreshes locks in one pipeline of rdb into results. Scripts the
+// server lost (NOSCRIPT) are sent again with EVAL, in a second pipeline.
+func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*Lock, results []refreshResult) {
+	cmds := make([]*redis.Cmd, len(locks))
+	pipe := rdb.Pipeline()
+	for i, l := range locks {
+		cmds[i] = pipe.EvalSha(ctx, refreshScript.sha, l.keys, l.arg, l.ttl.Milliseconds())
+	}
+	_, _ = pipe.Exec(ctx) // each command keeps its own error
+	var again []int
+	for i, cmd := range cmds {
+		if errors.Is(cmd.Err(), redis.ErrNoScript) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		pipe = rdb.Pipeline()
+		for _, i := range again {
+			l := locks[i]
+			cmds[i] = pipe.Eval(ctx, refreshScript.src, l.keys, l.arg, l.ttl.Milliseconds())
+		}
+		_, _ = pipe.Exec(ctx)
+	}
+	for i, cmd := range cmds {
+		v, err := cmd.Int64()
+		results[i] = refreshResult{}
+		switch {
+		case err != nil:
+			results[i].err = n.wrap("refresh", locks[i].key, err)
+		case v == 1:
+			results[i].held = true
+		case v != 0:
+			results[i].err = n.wrap("refresh", locks[i].key, fmt.Errorf("unexpected script reply %v", v))
+		}
+	}
 }

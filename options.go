@@ -10,8 +10,72 @@ import (
 type Option func(*clientConfig)
 
 type clientConfig struct {
-	logger *slog.Logger
-	err    error
+	logger      *slog.Logger
+	nodeTimeout time.Duration
+	ack         replicaAck
+	err         error
+}
+
+// replicaAck is what WithReplicaAck asks for; replicas 0 means nothing.
+type replicaAck struct {
+	replicas int
+	timeout  time.Duration
+}
+
+func newClientConfig(opts []Option) (clientConfig, error) {
+	cfg := clientConfig{logger: slog.New(slog.DiscardHandler), nodeTimeout: DefaultNodeTimeout}
+	for _, opt := range opts {
+		if opt == nil {
+			return cfg, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
+		if opt(&cfg); cfg.err != nil {
+			return cfg, cfg.err
+		}
+	}
+	return cfg, nil
+}
+
+// WithReplicaAck makes an acquire wait until at least replicas replicas of
+// the primary have acknowledged the lock (Redis WAIT), for at most timeout,
+// before reporting it obtained, as Redisson does. If fewer acknowledge in
+// time, the lock is released again and Obtain and TryObtain return an error
+// wrapping ErrNotReplicated.
+//
+// This narrows the window in which a failover to a replica (Sentinel,
+// Cluster) loses a lock that was just obtained; it does not close it, since
+// Redis replication stays asynchronous and a failover may still promote a
+// replica that missed the write (see docs/safety.md). It costs no extra
+// round trip: the WAIT is pipelined with the acquire, on its connection.
+// Refreshes and releases are not acknowledged. The default is no WAIT.
+// replicas must be positive and timeout at least a millisecond.
+func WithReplicaAck(replicas int, timeout time.Duration) Option {
+	return func(c *clientConfig) {
+		if replicas <= 0 || timeout < time.Millisecond {
+			c.err = fmt.Errorf("%w: WithReplicaAck(%d, %v): want at least one replica and a timeout of at least 1ms", ErrInvalidOption, replicas, timeout)
+			return
+		}
+		c.ack = replicaAck{replicas: replicas, timeout: timeout}
+	}
+}
+
+// DefaultNodeTimeout is how long a Redlock round waits for each node by
+// default: see WithNodeTimeout.
+const DefaultNodeTimeout = 100 * time.Millisecond
+
+// WithNodeTimeout sets how long a Client made by NewRedlock waits for one
+// node in each round (acquire, release, refresh, ...), so that a node that
+// is slow, paused or cut off costs at most that much; it must be short
+// compared to the ttls in use, since the time an acquire takes comes off
+// the lock's validity. The default is DefaultNodeTimeout. A Client made by
+// New ignores it: there, every call is bounded by its context.
+func WithNodeTimeout(d time.Duration) Option {
+	return func(c *clientConfig) {
+		if d <= 0 {
+			c.err = fmt.Errorf("%w: WithNodeTimeout(%v): must be positive", ErrInvalidOption, d)
+			return
+		}
+		c.nodeTimeout = d
+	}
 }
 
 // WithLogger sets where the Client reports what it cannot return to a caller,
@@ -31,8 +95,22 @@ func WithLogger(l *slog.Logger) Option {
 type ObtainOption func(*obtainConfig)
 
 type obtainConfig struct {
-	backoff Backoff
-	err     error
+	backoff   Backoff
+	autoRenew bool
+	fair      bool
+	err       error
+}
+
+// WithAutoRenew turns automatic renewal on or off. A renewed lock is
+// refreshed for its ttl a third of the ttl after each acquire or refresh, by
+// one goroutine of the Client that renews all its locks in batches (a
+// pipeline per node). When a refresh finds the lock gone or taken, or none
+// gets through before Until, the lock is lost: Lock.Done closes and Lock.Err
+// says why. Renewal stops when the lock is released or lost, and when the
+// Client is closed. The default is off for Obtain and TryObtain, on for
+// Client.Do.
+func WithAutoRenew(on bool) ObtainOption {
+	return func(c *obtainConfig) { c.autoRenew = on }
 }
 
 // WithBackoff sets how long Obtain sleeps between attempts while another
@@ -56,8 +134,43 @@ func WithBackoff(b Backoff) ObtainOption {
 	}
 }
 
+// WithFair makes Obtain wait its turn: waiters that use WithFair get the lock
+// in the order they arrived, through a queue kept in Redis next to the lock
+// (two side keys in the lock key's Cluster slot). A release wakes only the
+// first waiter, so a busy lock does not start a stampede of attempts.
+//
+// A waiter keeps its place by renewing a lease of FairLease while it waits,
+// which Obtain does on its own. One that gives up (its context ends) leaves
+// the queue at once; one that dies loses its place when its lease runs out,
+// so it holds up the waiters behind it for at most FairLease.
+//
+// Fairness is among fair waiters. Obtain and TryObtain without WithFair
+// ignore the queue: they may take the lock while it is free between a
+// release and the first waiter's attempt, and then the first waiter waits
+// for the next release, keeping its place. Mutual exclusion holds for every
+// mix of the two. A release of a lock obtained without WithFair wakes every
+// waiter, which then try again in queue order.
+//
+// TryObtain with WithFair takes the lock only if nobody waits in the queue
+// for it, and does not join the queue.
+func WithFair() ObtainOption {
+	return func(c *obtainConfig) { c.fair = true }
+}
+
+// FairLease is how long a fair waiter keeps its place in the queue without
+// renewing it. Obtain renews it every FairLease/3 while it waits.
+const FairLease = 2 * time.Second
+
 // defaultBackoff is immutable and safe to share.
 var defaultBackoff = ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
+
+// keys returns the KEYS of the scripts on the lock named key.
+func (c obtainConfig) keys(key string) []string {
+	if c.fair {
+		return fairKeys(key)
+	}
+	return lockKeys(key)
+}
 
 func newObtainConfig(opts []ObtainOption) (obtainConfig, error) {
 	if len(opts) == 0 { // the common case, without the allocation below

@@ -22,6 +22,12 @@ var (
 	inspectLua string
 	//go:embed lua/force_release.lua
 	forceReleaseLua string
+	//go:embed lua/fair_acquire.lua
+	fairAcquireLua string
+	//go:embed lua/fair_release.lua
+	fairReleaseLua string
+	//go:embed lua/raise_fence.lua
+	raiseFenceLua string
 )
 
 var (
@@ -29,6 +35,10 @@ var (
 	releaseScript = newScript(releaseLua)
 	refreshScript = newScript(refreshLua)
 	ttlScript     = newScript(ttlLua)
+
+	fairAcquireScript = newScript(fairAcquireLua)
+	fairReleaseScript = newScript(fairReleaseLua)
+	raiseFenceScript  = newScript(raiseFenceLua)
 
 	inspectScript      = newScript(inspectLua)
 	forceReleaseScript = newScript(forceReleaseLua)

@@ -13,7 +13,7 @@ import (
 // same fence, not "held by another".
 func TestAcquireSentTwice(t *testing.T) {
 	t.Parallel()
-	n := newNode(redistest.NewServer(t).Client())
+	n := newNode(redistest.NewServer(t).Client(), replicaAck{})
 	ctx := context.Background()
 
 	first, err := n.acquire(ctx, lockKeys("k"), "token-a", time.Minute)
@@ -38,6 +38,8 @@ func TestScriptsLoad(t *testing.T) {
 	for name, s := range map[string]*script{
 		"acquire": acquireScript, "release": releaseScript, "refresh": refreshScript,
 		"ttl": ttlScript, "inspect": inspectScript, "force_release": forceReleaseScript,
+		"fair_acquire": fairAcquireScript, "fair_release": fairReleaseScript,
+		"raise_fence": raiseFenceScript,
 	} {
 		sha, err := rdb.ScriptLoad(context.Background(), s.src).Result()
 		if err != nil || sha != s.sha {

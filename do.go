@@ -1,0 +1,56 @@
+package dlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Do obtains the lock named key for ttl (waiting as Obtain does), runs fn
+// while holding it, and releases it when fn returns, also when fn panics.
+//
+// The lock is renewed automatically while fn runs (WithAutoRenew(false)
+// turns that off). The context fn gets is cancelled the moment the lock is
+// lost, with a cause wrapping ErrLockLost (see context.Cause), and also when
+// ctx is; fn should stop its work then.
+//
+// Do returns the error of Obtain if the lock was not obtained, and
+// otherwise fn's error joined with the lock's: one wrapping ErrLockLost if
+// it was lost while fn ran, or the error of the release. The release is
+// sent even if ctx has ended by then, and waits at most ttl.
+func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...ObtainOption) (err error) {
+	if fn == nil {
+		return fmt.Errorf("%w: Do with a nil function", ErrInvalidOption)
+	}
+	opts = append([]ObtainOption{WithAutoRenew(true)}, opts...)
+	lock, err := c.Obtain(ctx, key, ttl, opts...)
+	if err != nil {
+		return err
+	}
+	work, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(lock.lifetime(), func() { cancel(lock.Err()) })
+	defer func() {
+		stop()
+		cancel(nil)
+		err = errors.Join(err, lock.finish(context.WithoutCancel(ctx)))
+	}()
+	return fn(work)
+}
+
+// finish releases a lock at the end of Do. A lock that was lost meanwhile
+// is not released again: finish returns why it was lost.
+func (l *Lock) finish(ctx context.Context) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.ttl)
+	defer cancel()
+	err := l.Release(ctx)
+	if errors.Is(err, ErrNotHeld) {
+		if lost := l.Err(); errors.Is(lost, ErrLockLost) {
+			return lost // lost just before the release: say how
+		}
+	}
+	return err
+}

@@ -1,0 +1,173 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+func TestDo(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	const ttl = 300 * time.Millisecond
+	ran := false
+	err := e.locker.Do(context.Background(), key, ttl, func(ctx context.Context) error {
+		ran = true
+		if value(t, e.rdb, key) == "" {
+			t.Error("the key is not set while fn runs")
+		}
+		time.Sleep(3 * ttl) // outlives the ttl: auto-renew keeps it
+		if ctx.Err() != nil {
+			t.Errorf("fn's context ended while the lock was held: %v", context.Cause(ctx))
+		}
+		return nil
+	})
+	if err != nil || !ran {
+		t.Fatalf("Do = %v, ran %v; want nil, true", err, ran)
+	}
+	if n := e.rdb.Exists(context.Background(), key).Val(); n != 0 {
+		t.Error("the key is still there after Do")
+	}
+}
+
+func TestDoReturnsFnError(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	boom := errors.New("boom")
+	err := e.locker.Do(context.Background(), testKey(t), time.Second, func(context.Context) error { return boom })
+	if !errors.Is(err, boom) || errors.Is(err, dlock.ErrLockLost) {
+		t.Errorf("Do = %v, want fn's error alone", err)
+	}
+}
+
+// The context fn gets is cancelled, with ErrLockLost as its cause, the
+// moment the lock is lost; Do reports both fn's error and the loss.
+func TestDoLockLost(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	const ttl = 300 * time.Millisecond
+	start := time.Now()
+	err := e.locker.Do(context.Background(), key, ttl, func(ctx context.Context) error {
+		e.rdb.Del(context.Background(), key)
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * ttl):
+			t.Error("fn's context not cancelled after the key was deleted")
+		}
+		if cause := context.Cause(ctx); !errors.Is(cause, dlock.ErrLockLost) {
+			t.Errorf("cause = %v, want ErrLockLost", cause)
+		}
+		return ctx.Err()
+	})
+	if !errors.Is(err, dlock.ErrLockLost) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Do = %v, want ErrLockLost joined with fn's context.Canceled", err)
+	}
+	if took := time.Since(start); took > ttl {
+		t.Errorf("the loss was noticed after %v, want within the first renewal (ttl/3)", took)
+	}
+}
+
+func TestDoNotObtained(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	mustObtain(t, e.locker, key, time.Minute)
+	err := e.locker.Do(timeout(t, 100*time.Millisecond), key, time.Minute, func(context.Context) error {
+		t.Error("fn ran without the lock")
+		return nil
+	})
+	if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Do = %v, want ErrNotObtained and DeadlineExceeded", err)
+	}
+}
+
+// Two Do calls on one key never overlap.
+func TestDoContention(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	inside := make(chan struct{}, 1)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			errs <- e.locker.Do(timeout(t, 5*time.Second), key, time.Second, func(context.Context) error {
+				select {
+				case inside <- struct{}{}:
+				default:
+					t.Error("two Do functions ran at once")
+				}
+				time.Sleep(20 * time.Millisecond)
+				<-inside
+				return nil
+			})
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A panic in fn releases the lock and goes on up.
+func TestDoPanic(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("recovered %v, want the panic of fn", r)
+			}
+		}()
+		_ = e.locker.Do(context.Background(), key, time.Minute, func(context.Context) error { panic("boom") })
+	}()
+	if n := e.rdb.Exists(context.Background(), key).Val(); n != 0 {
+		t.Error("the lock is still held after fn panicked")
+	}
+}
+
+// The release at the end is sent even when the caller's context has ended.
+func TestDoReleasesAfterCancel(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := e.locker.Do(ctx, key, time.Minute, func(ctx context.Context) error {
+		cancel()
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, dlock.ErrLockLost) {
+		t.Errorf("Do = %v, want fn's context.Canceled alone", err)
+	}
+	if n := e.rdb.Exists(context.Background(), key).Val(); n != 0 {
+		t.Error("the lock is still held after Do")
+	}
+}
+
+func TestDoBadInputs(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	fn := func(context.Context) error { return nil }
+	cases := []struct {
+		name string
+		do   func() error
+		want error
+	}{
+		{"nil fn", func() error { return e.locker.Do(context.Background(), "k", time.Second, nil) }, dlock.ErrInvalidOption},
+		{"empty key", func() error { return e.locker.Do(context.Background(), "", time.Second, fn) }, dlock.ErrInvalidKey},
+		{"zero ttl", func() error { return e.locker.Do(context.Background(), "k", 0, fn) }, dlock.ErrInvalidTTL},
+		{"nil option", func() error { return e.locker.Do(context.Background(), "k", time.Second, fn, nil) }, dlock.ErrInvalidOption},
+	}
+	for _, tc := range cases {
+		if err := tc.do(); !errors.Is(err, tc.want) {
+			t.Errorf("%s: Do = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock"
+)
+
+// queueKey is the name of the fair-mode queue of a key without a hash tag
+// or '}' (see keys.go).
+func queueKey(key string) string { return "dlock:queue{" + key + "}" }
+
+// waitQueued waits until n waiters are in key's fair queue.
+func waitQueued(t *testing.T, rdb *redis.Client, key string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for rdb.ZCard(context.Background(), queueKey(key)).Val() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue of %q has %d waiters, want %d", key, rdb.ZCard(context.Background(), queueKey(key)).Val(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Twenty fair waiters get the lock in the order they arrived.
+func TestFairOrder(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	holder := mustObtain(t, e.locker, key, time.Minute)
+
+	const n = 20
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			lock, err := e.locker.Obtain(timeout(t, 20*time.Second), key, time.Minute, dlock.WithFair())
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if err := lock.Release(context.Background()); err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+			}
+		})
+		waitQueued(t, e.rdb, key, int64(i+1)) // arrival order is known
+	}
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, got := range order {
+		if got != i {
+			t.Fatalf("waiters got the lock in the order %v, want 0..%d", order, n-1)
+		}
+	}
+	if len(order) != n {
+		t.Fatalf("%d of %d waiters got the lock", len(order), n)
+	}
+	if k := e.rdb.Exists(context.Background(), queueKey(key)).Val(); k != 0 {
+		t.Errorf("the queue is left behind after every waiter got its turn")
+	}
+}
+
+// TestHelperFairWaiter is not a test: TestFairWaiterKilled runs it in a
+// process of its own, which waits in the fair queue until it is killed.
+func TestHelperFairWaiter(t *testing.T) {
+	addr := os.Getenv("DLOCK_TEST_FAIR_WAITER")
+	if addr == "" {
+		t.Skip("run by TestFairWaiterKilled")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+	_, _ = locker.Obtain(context.Background(), os.Getenv("DLOCK_TEST_KEY"), time.Minute, dlock.WithFair())
+	t.Fatal("Obtain returned: the waiter should have been killed first")
+}
+
+// A fair waiter that is killed holds up the waiters behind it for at most
+// FairLease (plus a renewal period of theirs), then loses its place.
+func TestFairWaiterKilled(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	holder := mustObtain(t, e.locker, key, time.Minute)
+
+	child := exec.Command(os.Args[0], "-test.run=^TestHelperFairWaiter$")
+	child.Env = append(os.Environ(), "DLOCK_TEST_FAIR_WAITER="+e.srv.Addr(), "DLOCK_TEST_KEY="+key)
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	waitQueued(t, e.rdb, key, 1)
+
+	got := make(chan error, 1)
+	go func() {
+		lock, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Minute, dlock.WithFair())
+		if err == nil {
+			err = lock.Release(context.Background())
+		}
+		got <- err
+	}()
+	waitQueued(t, e.rdb, key, 2)
+
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	killed := time.Now()
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter behind the killed one: %v", err)
+	}
+	if took, limit := time.Since(killed), dlock.FairLease+dlock.FairLease/3+time.Second; took > limit {
+		t.Errorf("the next waiter got the lock %v after the kill, want within %v", took, limit)
+	}
+}
+
+// A fair waiter that gives up leaves the queue at once: the one behind it
+// does not wait for its lease to run out.
+func TestFairWaiterGivesUp(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	holder := mustObtain(t, e.locker, key, time.Minute)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := e.locker.Obtain(ctx, key, time.Minute, dlock.WithFair())
+		first <- err
+	}()
+	waitQueued(t, e.rdb, key, 1)
+	second := make(chan error, 1)
+	go func() {
+		lock, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Minute, dlock.WithFair())
+		if err == nil {
+			err = lock.Release(context.Background())
+		}
+		second <- err
+	}()
+	waitQueued(t, e.rdb, key, 2)
+
+	cancel()
+	if err := <-first; !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
+		t.Errorf("the waiter that gave up: %v, want ErrNotObtained and Canceled", err)
+	}
+	waitQueued(t, e.rdb, key, 1)
+	start := time.Now()
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > dlock.FairLease/2 {
+		t.Errorf("the second waiter got the lock %v after the release; the first one's place held it up", took)
+	}
+}
+
+// Fair and plain obtainers on one key never hold it at once.
+func TestFairAndPlainMixed(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	var inside, overlaps, obtained atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			locker := newLocker(t, e.srv.Client())
+			var opts []dlock.ObtainOption
+			if i%2 == 0 {
+				opts = append(opts, dlock.WithFair())
+			}
+			for range 15 {
+				lock, err := locker.Obtain(timeout(t, 20*time.Second), key, 5*time.Second, opts...)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				obtained.Add(1)
+				time.Sleep(time.Millisecond)
+				inside.Add(-1)
+				if err := lock.Release(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if overlaps.Load() != 0 || obtained.Load() != 8*15 {
+		t.Errorf("%d overlaps in %d holdings, want 0 in %d", overlaps.Load(), obtained.Load(), 8*15)
+	}
+}
+
+// TryObtain with WithFair does not jump the queue, and does not join it.
+func TestFairTryObtain(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	holder := mustObtain(t, e.locker, key, time.Minute)
+	if _, err := e.locker.TryObtain(context.Background(), key, time.Minute, dlock.WithFair()); !errors.Is(err, dlock.ErrNotObtained) {
+		t.Fatalf("TryObtain(WithFair) while held = %v, want ErrNotObtained", err)
+	}
+	if n := e.rdb.ZCard(context.Background(), queueKey(key)).Val(); n != 0 {
+		t.Fatalf("TryObtain joined the queue (%d waiters)", n)
+	}
+
+	// A waiter in the queue, and the lock free for a moment: no jumping.
+	waiting := make(chan *dlock.Lock, 1)
+	go func() {
+		lock, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Minute, dlock.WithFair())
+		if err != nil {
+			t.Error(err)
+		}
+		waiting <- lock
+	}()
+	waitQueued(t, e.rdb, key, 1)
+	info, err := e.locker.Inspect(context.Background(), key)
+	if err != nil || info.Waiters != 1 {
+		t.Errorf("Inspect = %+v, %v; want 1 waiter", info, err)
+	}
+	e.rdb.Del(context.Background(), key) // the holder's key gone without a message
+	if _, err := e.locker.TryObtain(context.Background(), key, time.Minute, dlock.WithFair()); !errors.Is(err, dlock.ErrNotObtained) {
+		t.Errorf("TryObtain(WithFair) with a waiter queued = %v, want ErrNotObtained", err)
+	}
+	_ = holder
+	lock := <-waiting
+	if lock != nil {
+		_ = lock.Release(context.Background())
+	}
+}

@@ -1,0 +1,95 @@
+-- fair_acquire.lua: take the lock in arrival order, or join the queue of
+-- waiters for it.
+--
+-- KEYS[1]  the lock key (its value is the holder's token)
+-- KEYS[2]  the fence key; its name is also the lock's release channel
+-- KEYS[3]  the queue: a sorted set of waiting tokens, scored by arrival
+-- KEYS[4]  the leases: a sorted set of waiting tokens, scored by the time
+--          (server milliseconds) after which a waiter counts as gone
+-- ARGV[1]  the token of the caller
+-- ARGV[2]  the time to live of the lock, in milliseconds
+-- ARGV[3]  the caller's lease as a waiter, in milliseconds; 0 to not wait:
+--          the caller takes the lock if it is free and nobody waits, and
+--          does not join the queue
+--
+-- Returns {1, fence}       when the lock is the caller's (fence as in acquire.lua).
+-- Returns {0, pttl, head}  when the caller waits in the queue: pttl is the
+--                          holder's remaining time (-1: no expiry; -2: the lock
+--                          is free but an earlier waiter goes first), head is 1
+--                          when the caller is first in the queue.
+-- Returns {2, 0}           when the key exists but is not a string.
+--
+-- The lock goes to the first waiter whose lease still runs. Waiters whose
+-- lease ran out (they died, or gave up without saying so) are dropped here.
+-- A waiter keeps its place by calling again before its lease runs out.
+-- Callers that use plain acquire.lua ignore the queue: they can take a free
+-- lock before the first waiter (see the Fair documentation).
+local t = redis.call('TIME')
+local now_ms = t[1] * 1000 + math.floor(t[2] / 1000)
+
+local stale = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now_ms, 'LIMIT', 0, 100)
+for _, w in ipairs(stale) do
+  redis.call('ZREM', KEYS[3], w)
+  redis.call('ZREM', KEYS[4], w)
+end
+
+local holder = redis.pcall('GET', KEYS[1])
+if type(holder) == 'table' then
+  return {2, 0} -- GET failed: a key of another type
+end
+
+local fence
+if holder == ARGV[1] then
+  -- Our own acquire, resent after a lost reply: the lock is ours.
+  fence = tonumber(redis.pcall('GET', KEYS[2]))
+  if fence then
+    return {1, fence}
+  end
+end
+
+local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+if holder == ARGV[1] or (holder == false and (head == nil or head == ARGV[1])) then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('ZREM', KEYS[4], ARGV[1])
+  fence = t[1] * 1000000 + t[2]
+  local last = tonumber(redis.pcall('GET', KEYS[2]))
+  if last and last >= fence then
+    fence = last + 1
+  end
+  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[2])
+  return {1, fence}
+end
+
+local lease = tonumber(ARGV[3])
+local pttl = -2
+if holder then
+  pttl = redis.call('PTTL', KEYS[1])
+end
+if lease <= 0 then
+  return {0, pttl, 0}
+end
+
+-- Wait: join the queue at its end (arrival scores strictly increase), or
+-- keep our place, and renew our lease.
+if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then
+  local arrival = t[1] * 1000000 + t[2]
+  local tail = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  if tail[2] and tonumber(tail[2]) >= arrival then
+    arrival = tonumber(tail[2]) + 1
+  end
+  redis.call('ZADD', KEYS[3], string.format('%d', arrival), ARGV[1])
+  head = head or ARGV[1]
+end
+redis.call('ZADD', KEYS[4], string.format('%d', now_ms + lease), ARGV[1])
+-- The queue lives as long as its longest lease, so nothing is left behind.
+for i = 3, 4 do
+  if redis.call('PTTL', KEYS[i]) < lease then
+    redis.call('PEXPIRE', KEYS[i], lease)
+  end
+end
+
+if head == ARGV[1] then
+  return {0, pttl, 1}
+end
+return {0, pttl, 0}

@@ -1,0 +1,510 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// quorum runs the lock scripts on N independent Redis nodes (Redlock): a
+// lock is ours while a majority of them hold our token.
+type quorum struct {
+	c       *Client
+	nodes   []*node
+	need    int           // N/2+1
+	timeout time.Duration // how long one round waits for a node
+}
+
+// vote is one node's answer in a round.
+type vote struct {
+	r        reply
+	err      error
+	answered bool
+}
+
+// round sends o to the nodes at once (all of them, or those in only) and
+// collects their answers. It returns when every node answered, when enough
+// answers make decided true, or when the node timeout or ctx ends first;
+// nodes that did not answer by then have answered false. wg lets a caller
+// wait in the background for the stragglers.
+func (q *quorum) round(ctx context.Context, o op, only []bool, decided func([]vote) bool) (votes []vote, wg *sync.WaitGroup) {
+	type answer struct {
+		i int
+		v vote
+	}
+	votes = make([]vote, len(q.nodes))
+	answers := make(chan answer, len(q.nodes))
+	wg = new(sync.WaitGroup)
+	sent := 0
+	for i, n := range q.nodes {
+		if only != nil && !only[i] {
+			continue
+		}
+		if !q.c.track() {
+			votes[i] = vote{err: ErrClosed, answered: true}
+			continue
+		}
+		sent++
+		wg.Add(1)
+		go func() {
+			defer q.c.wg.Done()
+			defer wg.Done()
+			r, err := n.run(context.WithoutCancel(ctx), o)
+			answers <- answer{i, vote{r: r, err: err, answered: true}}
+		}()
+	}
+	timer := time.NewTimer(q.timeout)
+	defer timer.Stop()
+	for got := 0; got < sent; got++ {
+		select {
+		case a := <-answers:
+			votes[a.i] = a.v
+			if decided != nil && decided(votes) {
+				return votes, wg
+			}
+		case <-timer.C:
+			return votes, wg
+		case <-ctx.Done():
+			return votes, wg
+		}
+	}
+	return votes, wg
+}
+
+// count tells how many votes have answered with code, and how many failed.
+func count(votes []vote, code int64) (yes, failed int) {
+	for _, v := range votes {
+		switch {
+		case !v.answered || v.err != nil:
+			failed++
+		case v.r.code == code:
+			yes++
+		}
+	}
+	return yes, failed
+}
+
+func (q *quorum) run(ctx context.Context, o op) (reply, error) {
+	switch o.kind {
+	case opAcquire:
+		return q.acquire(ctx, o)
+	case opRefresh:
+		return q.refresh(ctx, o)
+	case opTTL:
+		return q.ttl(ctx, o)
+	case opInspect:
+		return q.inspect(ctx, o)
+	default: // release, force release
+		return q.release(ctx, o)
+	}
+}
+
+// acquire takes the lock on a quorum, then makes its fence the largest any
+// node of the quorum handed out, stored on a quorum (raiseFence). If that
+// fails, it releases on every node, including those that did not answer in
+// time: their acquire may still land.
+func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
+	sent := time.Now()
+	// Wait for every node (up to the node timeout), also after a quorum
+	// said yes: the others may say yes too, and an answer that comes after
+	// a release leaves a key behind. Stop early only when no quorum is
+	// possible any more.
+	votes, wg := q.round(ctx, o, nil, func(votes []vote) bool {
+		yes, _ := count(votes, acquired)
+		no := len(votes) - yes - q.pending(votes)
+		return len(votes)-no < q.need
+	})
+	r, err := q.raiseFence(ctx, o, votes, sent)
+	if r.code != acquired && slices.ContainsFunc(votes, mayHold) {
+		q.releaseAfter(wg, o)
+	}
+	return r, err
+}
+
+// mayHold reports whether a node may have granted the lock: it said so, or
+// its answer is unknown.
+func mayHold(v vote) bool {
+	return !v.answered || v.err != nil || v.r.code == acquired
+}
+
+// pending counts the nodes that have not answered yet.
+func (q *quorum) pending(votes []vote) int {
+	n := 0
+	for _, v := range votes {
+		if !v.answered {
+			n++
+		}
+	}
+	return n
+}
+
+// raiseFence decides an acquire round. With a quorum and time left, the
+// lock is ours, with the largest fence of the round; that fence is stored
+// on a quorum (fenceRaise) when Lock.Fence first asks for it, so an
+// acquire costs one round, and only holders that use fences pay the second.
+func (q *quorum) raiseFence(ctx context.Context, o op, votes []vote, sent time.Time) (reply, error) {
+	yes, failed := count(votes, acquired)
+	if yes < q.need {
+		return q.lose(o, votes, yes, failed)
+	}
+	var fence int64
+	for _, v := range votes {
+		if v.answered && v.err == nil && v.r.code == acquired {
+			fence = max(fence, v.r.value)
+		}
+	}
+	at := 0 // nodes that hold the fence already
+	lower := make([]bool, len(votes))
+	for i, v := range votes {
+		if v.answered && v.err == nil && v.r.code == acquired {
+			if v.r.value == fence {
+				at++
+			} else {
+				lower[i] = true
+			}
+		}
+	}
+	r := reply{code: acquired, value: fence}
+	if at < q.need {
+		// Not on a quorum yet: Lock.Fence stores it there when first asked.
+		r.raise = &fenceRaise{q: q, o: op{kind: opRaiseFence, keys: o.keys, token: o.token, fence: fence}, at: at, lower: lower}
+	}
+	if !time.Now().Before(sent.Add(o.ttl - drift(o.ttl))) {
+		return reply{}, fmt.Errorf("%w: %s: a quorum granted it, but its validity ran out first: %v", ErrNotObtained, quoteKey(o.key()), time.Since(sent))
+	}
+	return r, nil
+}
+
+// fenceRaise is the second step of a Redlock fence: storing the largest
+// fence of the acquire on the nodes of the quorum that handed out less,
+// where the lock is still ours, until a quorum holds it. Only then may the
+// fence be used: any later holder's quorum shares a node with this one, on
+// which its fence comes out larger.
+type fenceRaise struct {
+	q     *quorum
+	o     op     // opRaiseFence
+	at    int    // nodes that hold the fence already
+	lower []bool // nodes that granted the lock with a lower fence
+}
+
+// run raises the fence, and reports whether a quorum holds it.
+func (f *fenceRaise) run(ctx context.Context) bool {
+	raised, _ := f.q.round(ctx, f.o, f.lower, func(votes []vote) bool {
+		n, _ := count(votes, 1)
+		return f.at+n >= f.q.need
+	})
+	n, _ := count(raised, 1)
+	return f.at+n >= f.q.need
+}
+
+// lose explains an acquire without a quorum: ErrNotObtained when enough
+// nodes answered that another holder has it (Obtain waits for it), a
+// QuorumError when too many failed to answer.
+func (q *quorum) lose(o op, votes []vote, yes, failed int) (reply, error) {
+	others, _ := count(votes, held)
+	if len(votes)-failed >= q.need { // enough answers: another holder has it
+		var pttl int64 = -1
+		for _, v := range votes {
+			if v.answered && v.err == nil && v.r.code == held && v.r.value >= 0 && (pttl < 0 || v.r.value < pttl) {
+				pttl = v.r.value
+			}
+		}
+		if slices.ContainsFunc(votes, func(v vote) bool { return v.answered && v.err == nil && v.r.code == wrongType }) {
+			return reply{code: wrongType}, nil
+		}
+		return reply{code: held, value: pttl}, nil
+	}
+	return reply{}, q.error(o, fmt.Sprintf("%d of %d nodes granted the lock, %d needed; %d held by another holder, %d failed", yes, len(votes), q.need, others, failed), votes)
+}
+
+// releaseAfter releases the lock on every node once the stragglers of the
+// acquire round have answered, in the background.
+func (q *quorum) releaseAfter(wg *sync.WaitGroup, o op) {
+	if !q.c.track() {
+		return
+	}
+	go func() {
+		defer q.c.wg.Done()
+		wg.Wait()
+		q.c.releaseLate(o.keys, o.token, o.ttl)
+	}()
+}
+
+// release releases on every node. It succeeds when a quorum had the lock;
+// fewer mean it was lost already (ErrNotHeld, as reply code 0).
+func (q *quorum) release(ctx context.Context, o op) (reply, error) {
+	votes, _ := q.round(ctx, o, nil, nil)
+	yes, failed := count(votes, 1)
+	switch {
+	case yes >= q.need:
+		return reply{code: 1}, nil
+	case o.kind == opForceRelease && yes > 0:
+		return reply{code: 1}, nil
+	case yes+failed >= q.need && failed > 0:
+		return reply{}, q.error(o, fmt.Sprintf("%d of %d nodes released the lock, %d needed; %d failed", yes, len(votes), q.need, failed), votes)
+	}
+	return reply{code: 0}, nil
+}
+
+// refresh extends the lock on every node; it holds when a quorum did, in
+// time.
+func (q *quorum) refresh(ctx context.Context, o op) (reply, error) {
+	sent := time.Now()
+	votes, _ := q.round(ctx, o, nil, nil)
+	yes, failed := count(votes, 1)
+	switch {
+	case yes >= q.need && time.Now().Before(sent.Add(o.ttl-drift(o.ttl))):
+		return reply{code: 1}, nil
+	case len(votes)-yes-failed > len(votes)-q.need:
+		return reply{code: 0}, nil // a quorum said "not ours"
+	}
+	return reply{}, q.error(o, fmt.Sprintf("%d of %d nodes extended the lock in time, %d needed; %d failed", yes, len(votes), q.need, failed), votes)
+}
+
+// ttl is the least time to live of the nodes that hold the lock, if a
+// quorum does.
+func (q *quorum) ttl(ctx context.Context, o op) (reply, error) {
+	votes, _ := q.round(ctx, o, nil, nil)
+	yes, failed := count(votes, 1)
+	if yes < q.need {
+		if len(votes)-yes-failed > len(votes)-q.need {
+			return reply{code: 0}, nil
+		}
+		return reply{}, q.error(o, fmt.Sprintf("%d of %d nodes hold the lock, %d needed; %d failed", yes, len(votes), q.need, failed), votes)
+	}
+	r := reply{code: 1, value: -1}
+	for _, v := range votes {
+		if v.answered && v.err == nil && v.r.code == 1 && v.r.value >= 0 && (r.value < 0 || v.r.value < r.value) {
+			r.value = v.r.value
+		}
+	}
+	return r, nil
+}
+
+// inspect reports the lock as a quorum sees it: held when a quorum holds
+// the same token, with the least ttl and the largest fence among them.
+func (q *quorum) inspect(ctx context.Context, o op) (reply, error) {
+	votes, _ := q.round(ctx, o, nil, nil)
+	_, failed := count(votes, 0)
+	if len(votes)-failed < q.need {
+		return reply{}, q.error(o, fmt.Sprintf("%d of %d nodes answered, %d needed", len(votes)-failed, len(votes), q.need), votes)
+	}
+	tokens := map[string]int{}
+	r := reply{}
+	for _, v := range votes {
+		if !v.answered || v.err != nil {
+			continue
+		}
+		r.fence = max(r.fence, v.r.fence)
+		switch v.r.code {
+		case 2:
+			return reply{code: 2}, nil
+		case 1:
+			tokens[v.r.token]++
+		}
+	}
+	for token, n := range tokens {
+		if n >= q.need {
+			r.code, r.token, r.value = 1, token, -1
+		}
+	}
+	for _, v := range votes {
+		if r.code == 1 && v.answered && v.err == nil && v.r.token == r.token && v.r.value >= 0 && (r.value < 0 || v.r.value < r.value) {
+			r.value = v.r.value
+		}
+	}
+	return r, nil
+}
+
+// refreshMany refreshes a renewer batch on every node, one pipeline per
+// node, all at once; a lock holds when a quorum extended it. It waits for
+// every node, but not for a minority once the node timeout has passed, nor
+// for anyone past the batch's earliest validity deadline.
+func (q *quorum) refreshMany(ctx context.Context, locks []*Lock) []refreshResult {
+	type answer struct {
+		i   int
+		res []refreshResult
+	}
+	answers := make(chan answer, len(q.nodes))
+	sent := 0
+	for i, n := range q.nodes {
+		if !q.c.track() {
+			continue
+		}
+		sent++
+		go func() {
+			defer q.c.wg.Done()
+			res := make([]refreshResult, len(locks))
+			n.refreshMany(ctx, locks, func(group []*Lock, got []refreshResult) {
+				q.place(locks, res, group, got)
+			})
+			answers <- answer{i, res}
+		}()
+	}
+	per := make([][]refreshResult, len(q.nodes))
+	minority := time.NewTimer(q.timeout)
+	defer minority.Stop()
+	deadline := time.NewTimer(time.Until(earliestUntil(locks)))
+	defer deadline.Stop()
+	for got := 0; got < sent; {
+		select {
+		case a := <-answers:
+			per[a.i] = a.res
+			got++
+			continue
+		case <-minority.C:
+			if got < q.need {
+				continue // wait for a quorum of answers, until the deadline
+			}
+		case <-deadline.C:
+		}
+		break
+	}
+	results := make([]refreshResult, len(locks))
+	for j, l := range locks {
+		var yes, no int
+		var errs []error
+		for i, n := range q.nodes {
+			switch {
+			case per[i] == nil:
+				errs = append(errs, n.wrap("refresh", l.key, fmt.Errorf("no answer in time")))
+			case per[i][j].err != nil:
+				errs = append(errs, per[i][j].err)
+			case per[i][j].held:
+				yes++
+			default:
+				no++
+			}
+		}
+		switch {
+		case yes >= q.need:
+			results[j].held = true
+		case no > len(q.nodes)-q.need:
+		default:
+			results[j].err = &QuorumError{Op: "refresh", Key: l.key, Nodes: len(q.nodes), Quorum: q.need, Granted: yes, Errs: errs}
+		}
+	}
+	return results
+}
+
+// place copies the results of group, a part of locks, into res, at the
+// places of its locks. The groups of one node are disjoint, so concurrent
+// calls write different elements.
+func (q *quorum) place(locks []*Lock, res []refreshResult, group []*Lock, got []refreshResult) {
+	if len(group) == len(locks) {
+		copy(res, got)
+		return
+	}
+	at := make(map[*Lock]int, len(locks))
+	for i, l := range locks {
+		at[l] = i
+	}
+	for j, l := range group {
+		res[at[l]] = got[j]
+	}
+}
+
+func earliestUntil(locks []*Lock) time.Time {
+	t := locks[0].Until()
+	for _, l := range locks[1:] {
+		t = earlier(t, l.Until())
+	}
+	return t
+}
+
+// error returns a QuorumError for o that says how the nodes voted.
+func (q *quorum) error(o op, summary string, votes []vote) error {
+	e := &QuorumError{Op: o.kind.String(), Key: o.key(), Nodes: len(q.nodes), Quorum: q.need, summary: summary}
+	for i, v := range votes {
+		switch {
+		case !v.answered:
+			e.Errs = append(e.Errs, q.nodes[i].wrap(o.kind.String(), o.key(), fmt.Errorf("no answer within %v", q.timeout)))
+		case v.err != nil:
+			e.Errs = append(e.Errs, v.err)
+		}
+	}
+	return e
+}
+
+// NewRedlock returns a Client whose locks live on a quorum of independent
+// Redis nodes, as in the Redlock algorithm: a lock is obtained when a
+// majority (N/2+1) of the nodes granted it within its validity, and it is
+// lost when a majority no longer holds it. The nodes must not replicate one
+// another. The Client and its Locks work as with New: Obtain, TryObtain, Do,
+// Release, Refresh, TTL, auto-renew, Fence and the wake-ups; only fair mode
+// (WithFair) needs a single deployment and is refused.
+//
+// Each round asks all nodes at once and waits for a node at most the node
+// timeout (WithNodeTimeout), so a slow or dead minority does not slow an
+// acquire down. The fence of a Redlock lock is the largest fence any node of
+// the quorum handed out, stored back on a quorum before Obtain returns, so
+// fences increase across holders whatever quorums they get. See
+// docs/safety.md for what Redlock assumes about clocks and restarts.
+//
+// NewRedlock returns an error wrapping ErrInvalidOption for an empty node
+// list or the same client twice, ErrNilClient for a nil one.
+func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("%w: NewRedlock needs at least one node", ErrInvalidOption)
+	}
+	cfg, err := newClientConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{logger: cfg.logger, epoch: time.Now(), done: make(chan struct{})}
+	c.renewer.c = c
+	q := &quorum{c: c, need: len(nodes)/2 + 1, timeout: cfg.nodeTimeout}
+	seen := map[redis.UniversalClient]bool{}
+	for i, rdb := range nodes {
+		if isNil(rdb) {
+			return nil, fmt.Errorf("%w: node %d of NewRedlock", ErrNilClient, i)
+		}
+		if seen[rdb] {
+			return nil, fmt.Errorf("%w: node %d of NewRedlock is given twice", ErrInvalidOption, i)
+		}
+		seen[rdb] = true
+		q.nodes = append(q.nodes, newNode(rdb, cfg.ack))
+	}
+	c.quorum, c.nodes = q, q.nodes
+	return c, nil
+}
+
+// QuorumError is the failure of a Redlock operation that did not get a
+// quorum of answers: it says how the nodes voted, and holds each node's
+// error (NodeError) for errors.Is and errors.As.
+type QuorumError struct {
+	Op      string // "acquire", "release", "refresh", "ttl", "inspect", "force-release"
+	Key     string
+	Nodes   int // how many nodes there are
+	Quorum  int // how many must agree
+	Granted int // how many did (refresh only; see the message otherwise)
+	Errs    []error
+	summary string
+}
+
+// Error says how the nodes voted, and why the failed ones failed.
+func (e *QuorumError) Error() string {
+	summary := e.summary
+	if summary == "" {
+		summary = fmt.Sprintf("%d of %d nodes agreed, %d needed", e.Granted, e.Nodes, e.Quorum)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "dlock: %s %s on a Redlock quorum: %s", e.Op, quoteKey(e.Key), summary)
+	for i, err := range e.Errs {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the errors of the nodes that failed.
+func (e *QuorumError) Unwrap() []error { return e.Errs }

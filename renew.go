@@ -1,0 +1,242 @@
+package dlock
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// renewer refreshes the Client's auto-renewed locks (WithAutoRenew). One
+// goroutine keeps them in a heap ordered by when each needs attention, and
+// sends the refreshes that are due together, one pipeline per node, so ten
+// thousand locks cost a few round trips per renewal period, not ten
+// thousand. The refreshes of a batch run in a goroutine of their own, so a
+// stalled Redis does not stop the loop from declaring locks lost on time.
+//
+// A lock is refreshed a third of its ttl after its last acquire or refresh
+// was sent. Locks due within a sixth of their ttl of the first one go in
+// the same batch: a little early, never late. A refresh that answers "not
+// held" ends the lock at once; one that fails is retried until the lock's
+// validity (Until) runs out, and then the lock is lost.
+type renewer struct {
+	c       *Client
+	mu      sync.Mutex
+	locks   lockHeap
+	kick    chan struct{} // capacity 1: the heap's first lock changed
+	running bool          // the loop was started
+	stopped bool          // the Client is closed
+}
+
+// renewState is a lock's place in the renewer, guarded by renewer.mu.
+type renewState struct {
+	index    int       // in renewer.locks; -1 when not in it
+	at       time.Time // when to look at the lock next
+	inflight bool      // a refresh is on its way; at is then Until
+}
+
+// add starts renewing l, which was just obtained.
+func (r *renewer) add(l *Lock) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return ErrClosed
+	}
+	if !r.running {
+		if !r.c.track() {
+			return ErrClosed
+		}
+		r.running = true
+		r.kick = make(chan struct{}, 1)
+		go r.loop()
+	}
+	l.renew.at = time.Now().Add(l.ttl / 3)
+	heap.Push(&r.locks, l)
+	if l.renew.index == 0 {
+		r.signal()
+	}
+	return nil
+}
+
+// remove stops renewing l, if it was renewed: it was released or lost.
+func (r *renewer) remove(l *Lock) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l.renew.index >= 0 && l.renew.index < len(r.locks) && r.locks[l.renew.index] == l {
+		heap.Remove(&r.locks, l.renew.index)
+	}
+}
+
+// signal wakes the loop; r.mu is held.
+func (r *renewer) signal() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (r *renewer) loop() {
+	defer r.c.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		batch, expired, wait := r.due(time.Now())
+		for _, l := range expired {
+			r.lost(l, "no refresh got through before its validity ran out", true)
+		}
+		if len(batch) > 0 && r.c.track() {
+			go r.refresh(batch)
+		}
+		timer.Reset(wait)
+		select {
+		case <-r.kick:
+		case <-timer.C:
+		case <-r.c.done:
+			r.stop()
+			return
+		}
+	}
+}
+
+// due takes from the heap what needs attention at now: the locks to
+// refresh, which stay in the heap marked in flight, and the locks whose
+// validity ran out, which leave it. It returns how long the loop may sleep.
+func (r *renewer) due(now time.Time) (batch, expired []*Lock, wait time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.locks) > 0 {
+		l := r.locks[0]
+		until := l.Until()
+		switch {
+		case !now.Before(until):
+			heap.Pop(&r.locks)
+			expired = append(expired, l)
+		case l.renew.inflight || now.Add(l.ttl/6).Before(l.renew.at):
+			return batch, expired, l.renew.at.Sub(now)
+		default:
+			l.renew.inflight = true
+			l.renew.at = until
+			heap.Fix(&r.locks, 0)
+			batch = append(batch, l)
+		}
+	}
+	return batch, expired, time.Hour
+}
+
+// refresh sends one batch of refreshes and records the answers. It runs in
+// a goroutine of its own, tracked by the Client.
+func (r *renewer) refresh(batch []*Lock) {
+	defer r.c.wg.Done()
+	deadline := batch[0].Until()
+	for _, l := range batch[1:] {
+		if u := l.Until(); u.After(deadline) {
+			deadline = u
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	sent := time.Now()
+	r.c.refreshMany(ctx, batch, func(locks []*Lock, results []refreshResult) {
+		r.record(sent, locks, results)
+	})
+}
+
+// record takes the answers to refreshes sent at sent.
+func (r *renewer) record(sent time.Time, locks []*Lock, results []refreshResult) {
+	now := time.Now()
+	var notHeld []*Lock
+	r.mu.Lock()
+	for i, l := range locks {
+		if l.renew.index < 0 {
+			continue // released or lost meanwhile
+		}
+		res := results[i]
+		l.renew.inflight = false
+		switch {
+		case res.err == nil && res.held:
+			l.setUntil(sent, l.ttl)
+			l.renew.at = sent.Add(l.ttl / 3)
+		case res.err == nil:
+			heap.Remove(&r.locks, l.renew.index)
+			notHeld = append(notHeld, l)
+			continue
+		default:
+			// Try again soon; the loop ends the lock at Until.
+			l.renew.at = earlier(now.Add(retryDelay(l.ttl)), l.Until())
+			r.c.logger.Debug("dlock: refresh failed; retrying", "key", quoteKey(l.key), "error", res.err)
+		}
+		heap.Fix(&r.locks, l.renew.index)
+	}
+	r.signal()
+	r.mu.Unlock()
+	for _, l := range notHeld {
+		r.lost(l, "a refresh found it gone or taken", false)
+	}
+}
+
+// retryDelay is how long the renewer waits after a failed refresh.
+func retryDelay(ttl time.Duration) time.Duration {
+	return max(ttl/20, time.Millisecond)
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// lost ends l as lost. If Redis may still hold the key for it (the lock
+// timed out, nobody said it is gone), the key is released in the
+// background, so the next holder need not wait for its expiry.
+func (r *renewer) lost(l *Lock, how string, release bool) {
+	if l.end(l.lostError(how)) {
+		r.c.logger.Warn("dlock: lock lost", "key", quoteKey(l.key), "reason", how)
+		if release {
+			r.c.releaseInBackground(l.keys, l.arg, l.ttl)
+		}
+	}
+}
+
+// stop ends every lock still renewed: the Client is closing and nothing
+// will refresh them any more.
+func (r *renewer) stop() {
+	r.mu.Lock()
+	r.stopped = true
+	locks := r.locks
+	r.locks = nil
+	for _, l := range locks {
+		l.renew.index = -1
+	}
+	r.mu.Unlock()
+	for _, l := range locks {
+		l.end(fmt.Errorf("%w: %s: the Client was closed, so nothing renews it: %w", ErrLockLost, quoteKey(l.key), ErrClosed))
+	}
+}
+
+// lockHeap orders locks by renewState.at; it implements heap.Interface.
+type lockHeap []*Lock
+
+func (h lockHeap) Len() int           { return len(h) }
+func (h lockHeap) Less(i, j int) bool { return h[i].renew.at.Before(h[j].renew.at) }
+func (h lockHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].renew.index = i
+	h[j].renew.index = j
+}
+
+func (h *lockHeap) Push(x any) {
+	l := x.(*Lock)
+	l.renew.index = len(*h)
+	*h = append(*h, l)
+}
+
+func (h *lockHeap) Pop() any {
+	old := *h
+	l := old[len(old)-1]
+	old[len(old)-1] = nil
+	l.renew.index = -1
+	*h = old[:len(old)-1]
+	return l
+}

@@ -1,0 +1,295 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock"
+)
+
+// obtainRenewed obtains key with auto-renew or fails the test.
+func obtainRenewed(t testing.TB, locker *dlock.Client, key string, ttl time.Duration) *dlock.Lock {
+	t.Helper()
+	lock, err := locker.TryObtain(context.Background(), key, ttl, dlock.WithAutoRenew(true))
+	if err != nil {
+		t.Fatalf("TryObtain(%q, WithAutoRenew): %v", key, err)
+	}
+	return lock
+}
+
+// waitDone waits for lock.Done, failing the test after limit, and returns
+// when it closed.
+func waitDone(t *testing.T, lock *dlock.Lock, limit time.Duration) time.Time {
+	t.Helper()
+	select {
+	case <-lock.Done():
+		return time.Now()
+	case <-time.After(limit):
+		t.Fatalf("Done not closed after %v; Err = %v", limit, lock.Err())
+	}
+	return time.Time{}
+}
+
+// isOpen reports whether lock.Done is still open.
+func isOpen(lock *dlock.Lock) bool {
+	select {
+	case <-lock.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+func TestAutoRenewKeepsLock(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	const ttl = 300 * time.Millisecond
+	lock := obtainRenewed(t, e.locker, key, ttl)
+
+	time.Sleep(4 * ttl)
+	if !isOpen(lock) {
+		t.Fatalf("lock ended while renewed: %v", lock.Err())
+	}
+	if got := value(t, e.rdb, key); got != lock.Token() {
+		t.Fatalf("after 4 ttls the key holds %q, want our token", got)
+	}
+	if left := time.Until(lock.Until()); left < ttl/3 {
+		t.Errorf("Until is %v away, want it moved by the renewals (> ttl/3)", left)
+	}
+	other := dlock.New(e.rdb)
+	defer other.Close()
+	if _, err := other.TryObtain(context.Background(), key, ttl); !errors.Is(err, dlock.ErrNotObtained) {
+		t.Errorf("TryObtain by another client = %v, want ErrNotObtained", err)
+	}
+
+	if err := lock.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, lock, time.Second)
+	if err := lock.Err(); !errors.Is(err, dlock.ErrReleased) {
+		t.Errorf("Err after Release = %v, want ErrReleased", err)
+	}
+	time.Sleep(ttl / 2) // a refresh now would recreate nothing, but must not be sent
+	if n := e.rdb.Exists(context.Background(), key).Val(); n != 0 {
+		t.Errorf("key exists after Release")
+	}
+}
+
+// Each way of losing a renewed lock is signalled on Done, with ErrLockLost,
+// before the lock's validity deadline has passed by more than the drift
+// margin (that is, before Redis could give the key to anyone else).
+func TestAutoRenewLost(t *testing.T) {
+	t.Parallel()
+	const ttl = time.Second
+	drift := ttl/dlock.DriftFactor + dlock.MinDrift
+	cases := []struct {
+		name string
+		lose func(*env, string)
+	}{
+		{"DEL", func(e *env, key string) { e.rdb.Del(context.Background(), key) }},
+		{"FLUSHALL", func(e *env, key string) { e.rdb.FlushAll(context.Background()) }},
+		{"taken over", func(e *env, key string) { e.rdb.Set(context.Background(), key, "someone else", 0) }},
+		{"restart", func(e *env, key string) { e.srv.Restart() }},
+		{"paused past the ttl", func(e *env, key string) {
+			e.srv.Pause()
+			time.AfterFunc(ttl+ttl/2, e.srv.Resume)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			key := testKey(t)
+			lock := obtainRenewed(t, e.locker, key, ttl)
+			time.Sleep(ttl / 2) // after the first renewal
+			tc.lose(e, key)
+			until := lock.Until()
+			closed := waitDone(t, lock, 3*ttl)
+			if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) {
+				t.Errorf("Err = %v, want ErrLockLost", err)
+			}
+			if late := closed.Sub(until); late > drift {
+				t.Errorf("Done closed %v after Until, want at most the drift margin %v", late, drift)
+			}
+			if err := lock.Release(context.Background()); !errors.Is(err, dlock.ErrNotHeld) {
+				t.Errorf("Release after the loss = %v, want ErrNotHeld", err)
+			}
+		})
+	}
+}
+
+// Ten thousand renewed locks on one Client stay held for three ttls, and
+// the renewer needs far fewer round trips than one per lock per renewal.
+func TestAutoRenewManyLocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("obtains 10,000 locks")
+	}
+	t.Parallel()
+	e := setup(t)
+	var trips atomic.Int64
+	e.rdb.AddHook(countTrips{&trips})
+	const n, ttl = 10_000, 2 * time.Second
+	key := testKey(t)
+
+	locks := make([]*dlock.Lock, n)
+	var wg sync.WaitGroup
+	const workers = 16
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				lock, err := e.locker.TryObtain(context.Background(), fmt.Sprintf("%s:%d", key, i), ttl, dlock.WithAutoRenew(true))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				locks[i] = lock
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	start := trips.Load()
+	time.Sleep(3 * ttl)
+	renewTrips := trips.Load() - start
+
+	for i, lock := range locks {
+		if !isOpen(lock) {
+			t.Fatalf("lock %d ended: %v", i, lock.Err())
+		}
+	}
+	keys := e.rdb.DBSize(context.Background()).Val()
+	if keys != 2*n { // every lock key and its fence key
+		t.Errorf("DBSIZE = %d after 3 ttls, want %d", keys, 2*n)
+	}
+	// One round trip per lock per renewal period would be n*3*3.
+	if limit := int64(n); renewTrips >= limit {
+		t.Errorf("%d round trips to renew %d locks for 3 ttls, want fewer than %d", renewTrips, n, limit)
+	}
+	t.Logf("%d round trips renewed %d locks over 3 ttls", renewTrips, n)
+}
+
+// countTrips counts the round trips of a go-redis client: one per command
+// or pipeline sent.
+type countTrips struct{ n *atomic.Int64 }
+
+func (h countTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h countTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h countTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// Without auto-renew, Done closes when the validity runs out, unless
+// Refresh moves it.
+func TestDoneWithoutAutoRenew(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	const ttl = 300 * time.Millisecond
+	lock := mustObtain(t, e.locker, key, ttl)
+	done := lock.Done()
+	time.Sleep(ttl / 2)
+	if err := lock.Refresh(context.Background(), ttl); err != nil {
+		t.Fatal(err)
+	}
+	until := lock.Until()
+	closed := waitDone(t, lock, 2*ttl)
+	if closed.Before(until) {
+		t.Errorf("Done closed %v before Until", until.Sub(closed))
+	}
+	if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) {
+		t.Errorf("Err = %v, want ErrLockLost", err)
+	}
+	if done != lock.Done() {
+		t.Error("Done returned another channel on the second call")
+	}
+	if err := lock.Refresh(context.Background(), ttl); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Errorf("Refresh after Done = %v, want ErrNotHeld", err)
+	}
+}
+
+func TestDoneAfterRelease(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	lock := mustObtain(t, e.locker, testKey(t), time.Minute)
+	if lock.Err() != nil {
+		t.Fatalf("Err of a held lock = %v, want nil", lock.Err())
+	}
+	if err := lock.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, lock, time.Second) // Done called after the end: closed at once
+	if err := lock.Err(); !errors.Is(err, dlock.ErrReleased) {
+		t.Errorf("Err = %v, want ErrReleased", err)
+	}
+}
+
+// A refresh that answers "not held" ends a lock that is not renewed too.
+func TestDoneWhenRefreshFindsItGone(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	lock := mustObtain(t, e.locker, key, time.Minute)
+	e.rdb.Del(context.Background(), key)
+	if err := lock.Refresh(context.Background(), time.Minute); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Fatalf("Refresh = %v, want ErrNotHeld", err)
+	}
+	waitDone(t, lock, time.Second)
+	if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) {
+		t.Errorf("Err = %v, want ErrLockLost", err)
+	}
+}
+
+// Closing the Client stops renewal, and says so on every renewed lock.
+func TestCloseEndsRenewedLocks(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	locker := dlock.New(e.rdb)
+	lock := obtainRenewed(t, locker, testKey(t), time.Minute)
+	plain := mustObtain(t, locker, testKey(t)+":plain", time.Minute)
+	locker.Close()
+	waitDone(t, lock, time.Second)
+	if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) || !errors.Is(err, dlock.ErrClosed) {
+		t.Errorf("Err = %v, want ErrLockLost and ErrClosed", err)
+	}
+	if plain.Err() != nil {
+		t.Errorf("a lock without auto-renew ended on Close: %v", plain.Err())
+	}
+	if _, err := locker.TryObtain(context.Background(), testKey(t)+":after", time.Minute, dlock.WithAutoRenew(true)); !errors.Is(err, dlock.ErrClosed) {
+		t.Errorf("TryObtain after Close = %v, want ErrClosed", err)
+	}
+}
+
+// After a SCRIPT FLUSH the renewer's pipeline falls back to EVAL.
+func TestAutoRenewAfterScriptFlush(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	const ttl = 300 * time.Millisecond
+	lock := obtainRenewed(t, e.locker, key, ttl)
+	e.rdb.ScriptFlush(context.Background())
+	time.Sleep(3 * ttl)
+	if !isOpen(lock) {
+		t.Fatalf("lock lost after SCRIPT FLUSH: %v", lock.Err())
+	}
+}
