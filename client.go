@@ -29,8 +29,8 @@ type Client struct {
 	epoch  time.Time // monotonic origin of the validity deadlines
 	err    error     // a nil client or bad option given to New; every call returns it
 
-	renewer renewer     // of the locks obtained WithAutoRenew
-	subs    *subscriber // the release messages that wake waiters
+	renewer renewer       // of the locks obtained WithAutoRenew
+	subs    []*subscriber // the release messages that wake waiters, one per node
 
 	mu     sync.Mutex // orders track against Close
 	closed atomic.Bool
@@ -53,7 +53,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	} else {
 		c.node = newNode(rdb, cfg.ack)
 		c.nodes = []*node{c.node}
-		c.subs = newSubscriber(rdb, c.logger)
+		c.subs = []*subscriber{newSubscriber(rdb, c.logger)}
 	}
 	return c
 }
@@ -86,8 +86,10 @@ func (c *Client) Close() error {
 		close(c.done)
 	}
 	c.mu.Unlock()
-	if first && c.subs != nil {
-		c.subs.close()
+	if first {
+		for _, s := range c.subs {
+			s.close()
+		}
 	}
 	c.wg.Wait()
 	return nil

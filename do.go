@@ -13,7 +13,8 @@ import (
 // The lock is renewed automatically while fn runs (WithAutoRenew(false)
 // turns that off). The context fn gets is cancelled the moment the lock is
 // lost, with a cause wrapping ErrLockLost (see context.Cause), and also when
-// ctx is; fn should stop its work then.
+// ctx is; fn should stop its work then. LockFromContext gets the Lock from
+// it, for its fence.
 //
 // Do returns the error of Obtain if the lock was not obtained, and
 // otherwise fn's error joined with the lock's: one wrapping ErrLockLost if
@@ -28,7 +29,7 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	if err != nil {
 		return err
 	}
-	work, cancel := context.WithCancelCause(ctx)
+	work, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, lock))
 	stop := context.AfterFunc(lock.lifetime(), func() { cancel(lock.Err()) })
 	defer func() {
 		stop()
@@ -36,6 +37,18 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 		err = errors.Join(err, lock.finish(context.WithoutCancel(ctx)))
 	}()
 	return fn(work)
+}
+
+// lockKey is the context key of the Lock that Do holds.
+type lockKey struct{}
+
+// LockFromContext returns the Lock that Client.Do holds while it runs its
+// function, from the context the function was given, for instance to pass
+// its Fence to the protected resource. It reports false for any other
+// context.
+func LockFromContext(ctx context.Context) (*Lock, bool) {
+	l, ok := ctx.Value(lockKey{}).(*Lock)
+	return l, ok
 }
 
 // finish releases a lock at the end of Do. A lock that was lost meanwhile

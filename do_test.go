@@ -15,8 +15,15 @@ func TestDo(t *testing.T) {
 	key := testKey(t)
 	const ttl = 300 * time.Millisecond
 	ran := false
+	if _, ok := dlock.LockFromContext(context.Background()); ok {
+		t.Error("LockFromContext found a lock in a plain context")
+	}
 	err := e.locker.Do(context.Background(), key, ttl, func(ctx context.Context) error {
 		ran = true
+		lock, ok := dlock.LockFromContext(ctx)
+		if !ok || lock.Key() != key || lock.Fence() <= 0 || value(t, e.rdb, key) != lock.Token() {
+			t.Errorf("LockFromContext = %v, %v; want the held lock", lock, ok)
+		}
 		if value(t, e.rdb, key) == "" {
 			t.Error("the key is not set while fn runs")
 		}

@@ -43,11 +43,28 @@
 // volatile-* and allkeys-* policies may evict it. Client.CheckDeployment
 // reports such settings.
 //
+// # Waiting and holding
+//
+// Obtain waits for a release message (one Pub/Sub connection per Client,
+// shared by its waiters), the holder's expiry, or a Backoff delay, whichever
+// comes first; WithFair makes waiters take turns in arrival order. A lock
+// obtained WithAutoRenew is refreshed by the Client until it is released,
+// and Lock.Done closes the moment it is lost; Client.Do wraps all of it
+// around a function whose context is cancelled on loss.
+//
+// # Redlock
+//
+// NewRedlock returns a Client that keeps each lock on a majority of
+// independent Redis nodes, with the same API. See docs/safety.md for what
+// each kind of deployment guarantees, under which assumptions.
+//
 // # Keys
 //
 // A lock uses its key as given, so other clients see and respect it, plus
-// one side key in the key's Cluster slot, "dlock:fence..." followed by the
-// key, which keeps the last fence as long as the lock lives. Its name is
-// also the channel a release is published on. Lock keys may be any bytes, including binary data and
-// Unicode; keys of any other Redis type are refused with ErrWrongType.
+// side keys in the key's Cluster slot: "dlock:fence..." followed by the key
+// keeps the last fence while the lock lives, and its name is also the
+// channel a release is published on; in fair mode "dlock:queue..." and
+// "dlock:lease..." hold the waiters, and expire when nobody waits. Lock keys
+// may be any bytes, including binary data and Unicode; keys of any other
+// Redis type are refused with ErrWrongType.
 package dlock

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,6 +21,8 @@ type node struct {
 	rdb  redis.UniversalClient
 	name string
 	ack  replicaAck // WithReplicaAck: acquires wait for replicas
+
+	reloaded atomic.Int64 // Cluster: when the slot map was last reloaded, unix nanoseconds
 }
 
 func newNode(rdb redis.UniversalClient, ack replicaAck) *node {
@@ -135,11 +139,43 @@ func (n *node) primaryFor(ctx context.Context, key string) (*redis.Client, error
 // which also caches it for the next EVALSHA.
 func (n *node) eval(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
 	v, err := n.rdb.EvalSha(ctx, s.sha, keys, args...).Result()
+	if neverSent(err) && n.reloadSlots(ctx) {
+		v, err = n.rdb.EvalSha(ctx, s.sha, keys, args...).Result() // the slot's new primary
+	}
 	if errors.Is(err, redis.ErrNoScript) {
 		v, err = n.rdb.Eval(ctx, s.src, keys, args...).Result()
 	}
 	return v, err
 }
+
+// neverSent reports whether err is a failure to connect: the command never
+// reached Redis, so it is safe to send again.
+func neverSent(err error) bool {
+	var netErr *net.OpError
+	return errors.As(err, &netErr) && netErr.Op == "dial"
+}
+
+// reloadSlots reloads a Cluster's slot map, after a primary could not be
+// reached: go-redis goes on sending a slot's commands to its old primary
+// until it reloads the map by itself, which can take ten seconds after a
+// failover, longer than many a lock's ttl. It reloads at most once per
+// slotReloadInterval, and reports whether it did.
+func (n *node) reloadSlots(ctx context.Context) bool {
+	cluster, ok := n.rdb.(*redis.ClusterClient)
+	if !ok {
+		return false
+	}
+	now := time.Now().UnixNano()
+	last := n.reloaded.Load()
+	if now-last < int64(slotReloadInterval) || !n.reloaded.CompareAndSwap(last, now) {
+		return false
+	}
+	cluster.ReloadState(ctx)
+	return true
+}
+
+// slotReloadInterval spaces the reloads of a Cluster's slot map.
+const slotReloadInterval = 100 * time.Millisecond
 
 // Replies of acquire.lua.
 const (
@@ -293,7 +329,8 @@ func (n *node) refreshMany(ctx context.Context, locks []*Lock, deliver func([]*L
 			}
 			if primary == nil || slices.ContainsFunc(res, func(r refreshResult) bool { return r.err != nil }) {
 				// Moved, failing over, or unknown: the ClusterClient follows
-				// redirections and reloads the slot map.
+				// redirections, on a fresh slot map.
+				n.reloadSlots(ctx)
 				n.refreshOn(ctx, cluster, group, res)
 			}
 			deliver(group, res)

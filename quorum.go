@@ -436,8 +436,11 @@ func (q *quorum) error(o op, summary string, votes []vote) error {
 // majority (N/2+1) of the nodes granted it within its validity, and it is
 // lost when a majority no longer holds it. The nodes must not replicate one
 // another. The Client and its Locks work as with New: Obtain, TryObtain, Do,
-// Release, Refresh, TTL, auto-renew, Fence and the wake-ups; only fair mode
-// (WithFair) needs a single deployment and is refused.
+// Release, Refresh, TTL, auto-renew, Fence and the wake-ups: a waiter
+// listens on enough nodes to share one with any quorum that releases. Fair
+// mode (WithFair) needs a single deployment and is refused. Between
+// wake-ups, waiters retry after their Backoff's delays, which are random as
+// Redlock advises, so rivals fall out of step.
 //
 // Each round asks all nodes at once and waits for a node at most the node
 // timeout (WithNodeTimeout), so a slow or dead minority does not slow an
@@ -469,6 +472,7 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 		}
 		seen[rdb] = true
 		q.nodes = append(q.nodes, newNode(rdb, cfg.ack))
+		c.subs = append(c.subs, newSubscriber(rdb, c.logger))
 	}
 	c.quorum, c.nodes = q, q.nodes
 	return c, nil

@@ -360,3 +360,35 @@ func TestRedlockBadInputs(t *testing.T) {
 		t.Errorf("Obtain(WithFair) on a Redlock = %v, want ErrInvalidOption", err)
 	}
 }
+
+// A Redlock waiter is woken by the release, though its Backoff says a
+// minute, also with a node down.
+func TestRedlockWakeOnRelease(t *testing.T) {
+	t.Parallel()
+	e := setupQuorum(t, 3)
+	key := testKey(t)
+	e.srvs[2].Kill()
+	holder, err := e.locker.TryObtain(context.Background(), key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter := newRedlock(t, e.rdbs, dlock.WithNodeTimeout(time.Second))
+	got := obtainAsync(t, waiter, key, noPolling)
+	channel := "dlock:fence{" + key + "}"
+	deadline := time.Now().Add(5 * time.Second)
+	for e.rdbs[0].PubSubNumSub(context.Background(), channel).Val()[channel] == 0 ||
+		e.rdbs[1].PubSubNumSub(context.Background(), channel).Val()[channel] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter did not subscribe on the live nodes")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	released := time.Now()
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if at := <-got; at.IsZero() || at.Sub(released) > 2*time.Second {
+		t.Errorf("the waiter got the lock %v after the release, want it woken by the release", at.Sub(released))
+	}
+}

@@ -128,13 +128,14 @@ func (r *renewer) due(now time.Time) (batch, expired []*Lock, wait time.Duration
 // a goroutine of its own, tracked by the Client.
 func (r *renewer) refresh(batch []*Lock) {
 	defer r.c.wg.Done()
-	deadline := batch[0].Until()
+	// One attempt gets a sixth of the shortest ttl: go-redis would go on
+	// retrying a dead server for seconds, on an old Cluster slot map, while
+	// a fresh attempt a little later finds the new primary.
+	shortest := batch[0].ttl
 	for _, l := range batch[1:] {
-		if u := l.Until(); u.After(deadline) {
-			deadline = u
-		}
+		shortest = min(shortest, l.ttl)
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	ctx, cancel := context.WithTimeout(context.Background(), max(shortest/6, minRefreshTimeout))
 	defer cancel()
 	sent := time.Now()
 	r.c.refreshMany(ctx, batch, func(locks []*Lock, results []refreshResult) {
@@ -174,6 +175,9 @@ func (r *renewer) record(sent time.Time, locks []*Lock, results []refreshResult)
 		r.lost(l, "a refresh found it gone or taken", false)
 	}
 }
+
+// minRefreshTimeout is the least time a batch of refreshes is given.
+const minRefreshTimeout = 50 * time.Millisecond
 
 // retryDelay is how long the renewer waits after a failed refresh.
 func retryDelay(ttl time.Duration) time.Duration {

@@ -84,8 +84,10 @@ func TestAutoRenewKeepsLock(t *testing.T) {
 }
 
 // Each way of losing a renewed lock is signalled on Done, with ErrLockLost,
-// before the lock's validity deadline has passed by more than the drift
-// margin (that is, before Redis could give the key to anyone else).
+// at the latest within the drift margin after Until. (When the key is
+// deleted, flushed or lost in a restart, it is gone at once, and the renewer
+// says so at its next refresh; when Redis stops answering, the lock is
+// declared lost before the key can expire there.)
 func TestAutoRenewLost(t *testing.T) {
 	t.Parallel()
 	const ttl = time.Second

@@ -144,6 +144,13 @@ func newSubscriber(rdb redis.UniversalClient, logger *slog.Logger) *subscriber {
 // is "" or equals id wakes it; other payloads do not. id "" means: woken by
 // every message.
 func (s *subscriber) watch(ctx context.Context, channel, id string) (*watch, error) {
+	return s.watchWith(ctx, channel, id, nil)
+}
+
+// watchWith is watch, with the watch's wake-ups sent on wake (capacity 1),
+// which the watches of a Redlock waiter on several subscribers share; nil
+// makes one.
+func (s *subscriber) watchWith(ctx context.Context, channel, id string, wake chan struct{}) (*watch, error) {
 	if ctx.Err() != nil {
 		return nil, s.watchError(ctx, channel)
 	}
@@ -154,7 +161,7 @@ func (s *subscriber) watch(ctx context.Context, channel, id string) (*watch, err
 	}
 	s.start()
 	st := s.state(channel)
-	w := s.add(st, channel, id)
+	w := s.add(st, channel, id, wake)
 	ready, confirmed := st.ready, st.confirmed
 	if !confirmed {
 		s.markDirty(channel)
@@ -179,13 +186,19 @@ func (s *subscriber) watch(ctx context.Context, channel, id string) (*watch, err
 // confirmed already, which costs no call to Redis, and nil otherwise (also
 // when the subscriber is closed).
 func (s *subscriber) watchIfSubscribed(channel, id string) *watch {
+	return s.watchIfSubscribedWith(channel, id, nil)
+}
+
+// watchIfSubscribedWith is watchIfSubscribed with a wake channel, as for
+// watchWith.
+func (s *subscriber) watchIfSubscribedWith(channel, id string, wake chan struct{}) *watch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.channels[channel]
 	if s.closed || st == nil || !st.confirmed {
 		return nil
 	}
-	return s.add(st, channel, id)
+	return s.add(st, channel, id, wake)
 }
 
 // C returns a channel that receives a value (buffered, capacity 1, never
@@ -257,8 +270,11 @@ func (s *subscriber) state(channel string) *channelState {
 }
 
 // add registers a new watcher of channel, whose state is st. s.mu is held.
-func (s *subscriber) add(st *channelState, channel, id string) *watch {
-	w := &watch{s: s, channel: channel, id: id, c: make(chan struct{}, 1)}
+func (s *subscriber) add(st *channelState, channel, id string, wake chan struct{}) *watch {
+	if wake == nil {
+		wake = make(chan struct{}, 1)
+	}
+	w := &watch{s: s, channel: channel, id: id, c: wake}
 	st.watchers[w] = struct{}{}
 	return w
 }

@@ -641,7 +641,7 @@ func TestSubscriberConfirmationOrder(t *testing.T) {
 		defer s.mu.Unlock()
 		st := s.state(channel)
 		s.markDirty(channel)
-		return s.add(st, channel, ""), st.ready
+		return s.add(st, channel, "", nil), st.ready
 	}
 	isClosed := func(c <-chan struct{}) bool {
 		select {

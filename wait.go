@@ -17,13 +17,14 @@ import (
 // otherwise the first try goes alone (no cost while nobody contends), and
 // after a failed one it subscribes and tries again at once.
 type waiter struct {
-	c     *Client
-	cfg   obtainConfig
-	key   string
-	keys  []string
-	ttl   time.Duration
-	watch *watch // nil until listening; nil also if subscribing failed
-	timer *time.Timer
+	c       *Client
+	cfg     obtainConfig
+	key     string
+	keys    []string
+	ttl     time.Duration
+	watches []*watch      // one per node listened to; none until listening, or if subscribing failed
+	wake    chan struct{} // the watches' wake-ups
+	timer   *time.Timer
 }
 
 // subscribeTimeout bounds the wait for a subscription. A waiter that does
@@ -40,11 +41,8 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 		id = o.token.(string)
 	}
 	channel := w.keys[1]
-	subscribed := w.c.subs == nil // a Redlock waits on its timers only
-	if !subscribed {
-		w.watch = w.c.subs.watchIfSubscribed(channel, id)
-		subscribed = w.watch != nil
-	}
+	w.wake = make(chan struct{}, 1)
+	subscribed := w.listenIfSubscribed(channel, id)
 	defer w.stop()
 	wasHeld := false // an attempt found the lock held
 	for sleeps := 0; ; {
@@ -79,17 +77,62 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 	}
 }
 
-// subscribe starts listening on the lock's channel, for at most
-// subscribeTimeout. It reports whether it did.
+// listenIfSubscribed listens on the lock's channel if every node's
+// subscriber has it subscribed already, which costs no round trip, and
+// reports whether it does.
+func (w *waiter) listenIfSubscribed(channel, id string) bool {
+	for _, s := range w.c.subs {
+		watch := s.watchIfSubscribedWith(channel, id, w.wake)
+		if watch == nil {
+			w.stopWatches()
+			return false
+		}
+		w.watches = append(w.watches, watch)
+	}
+	return true
+}
+
+// subscribe starts listening on the lock's channel, on every node at once,
+// waiting for at most subscribeTimeout. It reports whether enough nodes
+// confirmed: one for a single deployment; for a Redlock of N nodes and a
+// quorum of Q, N-Q+1, so that any quorum that releases the lock, and
+// publishes on each of its nodes, includes one of them.
 func (w *waiter) subscribe(ctx context.Context, channel, id string) bool {
 	ctx, cancel := context.WithTimeout(ctx, subscribeTimeout)
 	defer cancel()
-	watch, err := w.c.subs.watch(ctx, channel, id)
-	if err != nil {
+	type result struct {
+		watch *watch
+		err   error
+	}
+	results := make(chan result, len(w.c.subs))
+	for _, s := range w.c.subs[1:] {
+		go func() {
+			watch, err := s.watchWith(ctx, channel, id, w.wake)
+			results <- result{watch, err}
+		}()
+	}
+	watch, err := w.c.subs[0].watchWith(ctx, channel, id, w.wake) // a single deployment's: no goroutine
+	results <- result{watch, err}
+	need := 1
+	if q := w.c.quorum; q != nil {
+		need = len(q.nodes) - q.need + 1
+	}
+	for range w.c.subs {
+		r := <-results
+		if r.err != nil {
+			err = r.err
+			continue
+		}
+		w.watches = append(w.watches, r.watch)
+		if len(w.watches) == need {
+			cancel() // enough: a dead node must not hold the waiter up
+		}
+	}
+	if len(w.watches) < need {
 		w.c.logger.Debug("dlock: waiting without release messages", "key", quoteKey(w.key), "error", err)
+		w.stopWatches()
 		return false
 	}
-	w.watch = watch
 	return true
 }
 
@@ -120,13 +163,9 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration) bool {
 	} else {
 		w.timer.Reset(d)
 	}
-	var wake <-chan struct{}
-	if w.watch != nil {
-		wake = w.watch.C()
-	}
 	select {
 	case <-w.timer.C:
-	case <-wake:
+	case <-w.wake:
 	case <-ctx.Done():
 		return false
 	}
@@ -140,10 +179,15 @@ func (w *waiter) leave(o op) {
 }
 
 func (w *waiter) stop() {
-	if w.watch != nil {
-		w.watch.stop()
-	}
+	w.stopWatches()
 	if w.timer != nil {
 		w.timer.Stop()
 	}
+}
+
+func (w *waiter) stopWatches() {
+	for _, watch := range w.watches {
+		watch.stop()
+	}
+	w.watches = w.watches[:0]
 }
