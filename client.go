@@ -141,7 +141,8 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 // connection the Client shares among all its waiters. It also tries again
 // when the holder's lock expires, and after the delays of its Backoff (see
 // WithBackoff), which cover holders that release without telling, such as
-// a plain DEL from another library. WithFair makes waiters take turns.
+// a plain DEL from another library; while it listens, those delays are at
+// least 25ms. WithFair makes waiters take turns.
 //
 // When ctx ends while another holder has the lock, the error matches both
 // ErrNotObtained and the context's error (context.DeadlineExceeded or

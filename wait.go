@@ -27,6 +27,10 @@ type waiter struct {
 	timer   *time.Timer
 }
 
+// listeningMinDelay is the shortest Backoff delay of a waiter that listens
+// for release messages.
+const listeningMinDelay = 25 * time.Millisecond
+
 // subscribeTimeout bounds the wait for a subscription. A waiter that does
 // not get one goes on without, woken by its timers only.
 const subscribeTimeout = time.Second
@@ -146,6 +150,11 @@ func (w *waiter) delay(n int, r reply) time.Duration {
 		return FairLease / 3
 	}
 	d := max(w.cfg.backoff.Delay(n, holderTTL), 0)
+	if len(w.watches) > 0 {
+		// A release wakes us: the Backoff only covers holders that release
+		// without a message, and need not poll as often.
+		d = max(d, listeningMinDelay)
+	}
 	if holderTTL >= 0 {
 		d = min(d, holderTTL)
 	}

@@ -215,6 +215,22 @@ func TestWithArgsCluster(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir["dir"], "nodes.conf")); err != nil {
 		t.Errorf("nodes.conf is not in the server's directory: %v", err)
 	}
+	// The bus port is a free port of its own, not PORT+10000, which is out
+	// of range for a fifth of the ports the system hands out; it survives
+	// a restart.
+	busPort := srv.ClusterBusPort()
+	if busPort == 0 || busPort == srv.Port() {
+		t.Fatalf("ClusterBusPort() = %d, want a free port other than %d", busPort, srv.Port())
+	}
+	srv.Restart()
+	got, err := rdb.ConfigGet(t.Context(), "cluster-port").Result()
+	if err != nil || got["cluster-port"] != strconv.Itoa(busPort) || srv.ClusterBusPort() != busPort {
+		t.Errorf("after Restart: CONFIG GET cluster-port = %v, %v, ClusterBusPort() = %d; want %d",
+			got, err, srv.ClusterBusPort(), busPort)
+	}
+	if plain := redistest.NewServer(t); plain.ClusterBusPort() != 0 {
+		t.Errorf("ClusterBusPort() = %d for a server not in cluster mode, want 0", plain.ClusterBusPort())
+	}
 }
 
 func TestLogTail(t *testing.T) {

@@ -36,8 +36,8 @@ const (
 //
 // The methods that change the process (Kill, Pause, Resume, Start, Restart)
 // and Client must be called from the test's goroutine; they stop the test with
-// t.Fatalf on failure. Addr, Port, URL, Running and LogTail are safe for
-// concurrent use.
+// t.Fatalf on failure. Addr, Port, URL, Running, LogTail, Dir and
+// ClusterBusPort are safe for concurrent use.
 type Server struct {
 	t    testing.TB
 	bin  string
@@ -46,9 +46,10 @@ type Server struct {
 
 	sentinel bool // runs as a Sentinel, configured by confPath
 
-	mu   sync.Mutex
-	port int
-	proc *process // nil after Kill
+	mu      sync.Mutex
+	port    int
+	busPort int      // the cluster bus port we chose (--cluster-port), or 0
+	proc    *process // nil after Kill
 }
 
 // NewServer starts a redis-server on a free 127.0.0.1 port, waits until it
@@ -173,8 +174,9 @@ func (s *Server) confPath() string {
 	return filepath.Join(s.dir, "sentinel.conf")
 }
 
-// argv returns redis-server's command line for port.
-func (s *Server) argv(port int) []string {
+// argv returns redis-server's command line for port and, if it is not 0,
+// the cluster bus port.
+func (s *Server) argv(port, busPort int) []string {
 	var args []string
 	if s.sentinel {
 		args = []string{s.confPath(), "--sentinel"}
@@ -184,10 +186,16 @@ func (s *Server) argv(port int) []string {
 		"--bind", host,
 		"--save", "",
 		"--appendonly", "no",
+		// A replica gets its first copy of the dataset at once, not after
+		// the five seconds Redis 7 waits by default for more replicas.
+		"--repl-diskless-sync-delay", "0",
 		"--dir", s.dir,
 		"--daemonize", "no",
 		"--logfile", s.logPath(),
 	)
+	if busPort != 0 {
+		args = append(args, "--cluster-port", strconv.Itoa(busPort))
+	}
 	return append(args, s.args...)
 }
 
@@ -195,11 +203,11 @@ func (s *Server) argv(port int) []string {
 // the chosen one is taken before redis-server binds it.
 func (s *Server) startOnFreePort() error {
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
+		port, busPort, err := s.freePorts()
 		if err != nil {
 			return err
 		}
-		err = s.startOnPort(port)
+		err = s.startOnPorts(port, busPort)
 		if err == nil || !errors.Is(err, errAddrInUse) || attempt == maxPortAttempts {
 			return err
 		}
@@ -210,8 +218,9 @@ func (s *Server) startOnFreePort() error {
 // port is still in use, as it can be just after Kill.
 func (s *Server) startOnPortRetrying(port int) error {
 	deadline := time.Now().Add(rebindTimeout)
+	busPort := s.ClusterBusPort()
 	for {
-		err := s.startOnPort(port)
+		err := s.startOnPorts(port, busPort)
 		if err == nil || !errors.Is(err, errAddrInUse) || time.Now().After(deadline) {
 			return err
 		}
@@ -219,11 +228,12 @@ func (s *Server) startOnPortRetrying(port int) error {
 	}
 }
 
-// startOnPort starts redis-server on port and waits until it is ready, then
-// makes it the server's process. On failure no process is left running, and
-// the error includes the end of the log.
-func (s *Server) startOnPort(port int) error {
-	p, logOffset, err := spawn(s.bin, s.argv(port), s.dir, s.logPath())
+// startOnPorts starts redis-server on port, with busPort as its cluster bus
+// port if it is not 0, and waits until it is ready, then makes it the
+// server's process. On failure no process is left running, and the error
+// includes the end of the log.
+func (s *Server) startOnPorts(port, busPort int) error {
+	p, logOffset, err := spawn(s.bin, s.argv(port, busPort), s.dir, s.logPath())
 	if err != nil {
 		return err
 	}
@@ -234,6 +244,7 @@ func (s *Server) startOnPort(port int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.port = port
+	s.busPort = busPort
 	s.proc = p
 	return nil
 }
