@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"context"
+	"errors"
+
+	"github.com/dlock-go/dlock"
+	"github.com/redis/go-redis/v9"
+)
+
+// dlockRow is dlock on one node, obtaining with opts.
+func dlockRow(name, note string, opts ...dlock.ObtainOption) Row {
+	return Row{
+		Name: name,
+		Note: note,
+		New: func(env Env) (Locker, error) {
+			rdb := newGoRedis(env, env.Nodes[0])
+			return &dlockLocker{client: dlock.New(rdb), rdbs: []*redis.Client{rdb}, env: env, opts: opts}, nil
+		},
+	}
+}
+
+type dlockLocker struct {
+	client *dlock.Client
+	rdbs   []*redis.Client // closed after the Client
+	env    Env
+	opts   []dlock.ObtainOption
+}
+
+func (l *dlockLocker) Obtain(ctx context.Context, key string) (Held, error) {
+	lock, err := l.client.Obtain(ctx, key, l.env.TTL, l.opts...)
+	if err != nil {
+		return nil, err
+	}
+	return dlockHeld{lock}, nil
+}
+
+func (l *dlockLocker) Close() error {
+	errs := []error{l.client.Close()}
+	for _, rdb := range l.rdbs {
+		errs = append(errs, rdb.Close())
+	}
+	return errors.Join(errs...)
+}
+
+type dlockHeld struct{ lock *dlock.Lock }
+
+func (h dlockHeld) Release(ctx context.Context) error { return h.lock.Release(ctx) }
+
+// refresh extends the lock by ttl, for the user-written renewer.
+func (h dlockHeld) refresh(ctx context.Context, env Env) error {
+	return h.lock.Refresh(ctx, env.TTL)
+}
+
+// Lost reports whether dlock says the lock ended (WithAutoRenew rows).
+func (h dlockHeld) Lost() bool { return h.lock.Err() != nil }
