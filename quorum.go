@@ -119,7 +119,7 @@ func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
 		no := len(votes) - yes - q.pending(votes)
 		return len(votes)-no < q.need
 	})
-	r, err := q.raiseFence(ctx, o, votes, sent)
+	r, err := q.raiseFence(o, votes, sent)
 	if r.code != acquired && slices.ContainsFunc(votes, mayHold) {
 		q.releaseAfter(wg, o)
 	}
@@ -147,7 +147,7 @@ func (q *quorum) pending(votes []vote) int {
 // lock is ours, with the largest fence of the round; that fence is stored
 // on a quorum (fenceRaise) when Lock.Fence first asks for it, so an
 // acquire costs one round, and only holders that use fences pay the second.
-func (q *quorum) raiseFence(ctx context.Context, o op, votes []vote, sent time.Time) (reply, error) {
+func (q *quorum) raiseFence(o op, votes []vote, sent time.Time) (reply, error) {
 	yes, failed := count(votes, acquired)
 	if yes < q.need {
 		return q.lose(o, votes, yes, failed)

@@ -97,10 +97,10 @@ func TestAutoRenewLost(t *testing.T) {
 		lose func(*env, string)
 	}{
 		{"DEL", func(e *env, key string) { e.rdb.Del(context.Background(), key) }},
-		{"FLUSHALL", func(e *env, key string) { e.rdb.FlushAll(context.Background()) }},
+		{"FLUSHALL", func(e *env, _ string) { e.rdb.FlushAll(context.Background()) }},
 		{"taken over", func(e *env, key string) { e.rdb.Set(context.Background(), key, "someone else", 0) }},
-		{"restart", func(e *env, key string) { e.srv.Restart() }},
-		{"paused past the ttl", func(e *env, key string) {
+		{"restart", func(e *env, _ string) { e.srv.Restart() }},
+		{"paused past the ttl", func(e *env, _ string) {
 			e.srv.Pause()
 			time.AfterFunc(ttl+ttl/2, e.srv.Resume)
 		}},

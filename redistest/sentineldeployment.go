@@ -153,7 +153,7 @@ func (d *SentinelDeployment) checkSentinelReady(ctx context.Context, client *red
 	master := pairs(reply)
 	want := fmt.Sprint(deploymentSentinels - 1)
 	if master["flags"] != "master" || master["num-other-sentinels"] != want {
-		return fmt.Errorf("Sentinel %s sees the primary with flags %s and %s other Sentinels, want master and %s",
+		return fmt.Errorf("sentinel %s sees the primary with flags %s and %s other Sentinels, want master and %s",
 			addr, master["flags"], master["num-other-sentinels"], want)
 	}
 	replicas, err := client.Do(ctx, "SENTINEL", "REPLICAS", d.masterName).Slice()
@@ -167,7 +167,7 @@ func (d *SentinelDeployment) checkSentinelReady(ctx context.Context, client *red
 		}
 	}
 	if ok != deploymentReplicas {
-		return fmt.Errorf("Sentinel %s sees %d of %d replicas in sync", addr, ok, deploymentReplicas)
+		return fmt.Errorf("sentinel %s sees %d of %d replicas in sync", addr, ok, deploymentReplicas)
 	}
 	if err := client.Do(ctx, "SENTINEL", "CKQUORUM", d.masterName).Err(); err != nil {
 		return fmt.Errorf("SENTINEL CKQUORUM on %s: %w", addr, err)
@@ -286,6 +286,6 @@ func (d *SentinelDeployment) reportedPrimary(ctx context.Context, client *redis.
 			return s, nil
 		}
 	}
-	return nil, fmt.Errorf("Sentinel %s reports a primary at %s:%s, which is none of the deployment's servers",
+	return nil, fmt.Errorf("sentinel %s reports a primary at %s:%s, which is none of the deployment's servers",
 		client.Options().Addr, addr[0], addr[1])
 }

@@ -96,7 +96,7 @@ func (d *SentinelDeployment) checkFailedOver(ctx context.Context, a admins, old 
 		case err != nil:
 			return nil, err
 		case reported == old:
-			return nil, fmt.Errorf("Sentinel %s still reports %s as the primary", sentinel.Addr(), old.Addr())
+			return nil, fmt.Errorf("sentinel %s still reports %s as the primary", sentinel.Addr(), old.Addr())
 		case primary != nil && reported != primary:
 			return nil, fmt.Errorf("the Sentinels report %s and %s as the primary", primary.Addr(), reported.Addr())
 		}
