@@ -200,15 +200,8 @@ func (c *Client) try(ctx context.Context, o op, cfg obtainConfig) (lock *Lock, r
 	}
 	switch r.code {
 	case acquired:
-		lock = c.newLock(o, r.value, sent)
-		lock.raise = r.raise
-		if cfg.autoRenew {
-			lock.renewed = true
-			if err := c.renewer.add(lock); err != nil {
-				return nil, r, err // closed meanwhile; the lock expires
-			}
-		}
-		return lock, r, nil
+		lock, err = c.hold(o, r, sent, cfg)
+		return lock, r, err
 	case held:
 		holderTTL := time.Duration(r.value) * time.Millisecond
 		if r.value == -2 {
@@ -219,6 +212,20 @@ func (c *Client) try(ctx context.Context, o op, cfg obtainConfig) (lock *Lock, r
 		return nil, r, fmt.Errorf("%w: %s exists and is not a string, so it is no lock", ErrWrongType, quoteKey(key))
 	}
 	return nil, r, fmt.Errorf("dlock: acquire %s: unexpected reply code %d", quoteKey(key), r.code)
+}
+
+// hold returns the Lock that the acquire o, sent at sent, obtained with the
+// reply r, renewed if cfg says so.
+func (c *Client) hold(o op, r reply, sent time.Time, cfg obtainConfig) (*Lock, error) {
+	lock := c.newLock(o, r.value, sent)
+	lock.raise = r.raise
+	if cfg.autoRenew {
+		lock.renewed = true
+		if err := c.renewer.add(lock); err != nil {
+			return nil, err // closed meanwhile; the lock expires
+		}
+	}
+	return lock, nil
 }
 
 func expiresIn(d time.Duration) string {
@@ -268,7 +275,7 @@ func (c *Client) releaseInBackground(keys []string, token any, ttl time.Duration
 func (c *Client) releaseLate(keys []string, token any, ttl time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), ttl)
 	defer cancel()
-	o := op{kind: opRelease, keys: keys, token: token}
+	o := op{kind: opRelease, keys: keys, token: token, ttl: ttl}
 	if o.fair() {
 		o.kind = opLeave // also leave the queue
 	}

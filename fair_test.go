@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,45 +93,133 @@ func TestHelperFairWaiter(t *testing.T) {
 }
 
 // A fair waiter that is killed holds up the waiters behind it for at most
-// FairLease (plus a renewal period of theirs), then loses its place.
+// FairLease (plus a renewal period of theirs): it loses its place, or, when
+// a fair holder's release hands it the lock, that lock runs out.
 func TestFairWaiterKilled(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	key := testKey(t)
-	holder := mustObtain(t, e.locker, key, time.Minute)
+	for _, holderMode := range []struct {
+		name string
+		opts []dlock.ObtainOption
+	}{{"plain holder", nil}, {"fair holder", []dlock.ObtainOption{dlock.WithFair()}}} {
+		t.Run(holderMode.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			key := testKey(t)
+			holder, err := e.locker.TryObtain(context.Background(), key, time.Minute, holderMode.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
 
-	child := exec.Command(os.Args[0], "-test.run=^TestHelperFairWaiter$")
-	child.Env = append(os.Environ(), "DLOCK_TEST_FAIR_WAITER="+e.srv.Addr(), "DLOCK_TEST_KEY="+key)
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
+			child := exec.Command(os.Args[0], "-test.run=^TestHelperFairWaiter$")
+			child.Env = append(os.Environ(), "DLOCK_TEST_FAIR_WAITER="+e.srv.Addr(), "DLOCK_TEST_KEY="+key)
+			if err := child.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+			waitQueued(t, e.rdb, key, 1)
+
+			got := make(chan error, 1)
+			go func() {
+				lock, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Minute, dlock.WithFair())
+				if err == nil {
+					err = lock.Release(context.Background())
+				}
+				got <- err
+			}()
+			waitQueued(t, e.rdb, key, 2)
+
+			if err := child.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = child.Wait()
+			killed := time.Now()
+			if err := holder.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("the waiter behind the killed one: %v", err)
+			}
+			if took, limit := time.Since(killed), dlock.FairLease+dlock.FairLease/3+time.Second; took > limit {
+				t.Errorf("the next waiter got the lock %v after the kill, want within %v", took, limit)
+			}
+		})
 	}
-	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
-	waitQueued(t, e.rdb, key, 1)
+}
 
-	got := make(chan error, 1)
-	go func() {
-		lock, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Minute, dlock.WithFair())
-		if err == nil {
-			err = lock.Release(context.Background())
+// A fair holder's release hands the lock over to the first waiter in the
+// same script: the waiter holds it with the next fence, for its ttl, and a
+// waiter whose ttl is no longer than FairLease sends nothing more.
+func TestFairHandoff(t *testing.T) {
+	t.Parallel()
+	for _, ttl := range []time.Duration{time.Second, time.Minute} {
+		t.Run(ttl.String(), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			key := testKey(t)
+			// Load the scripts, so that none needs an EVAL after a NOSCRIPT.
+			warm, err := e.locker.TryObtain(context.Background(), key+":warm", time.Minute, dlock.WithFair())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = warm.Release(context.Background())
+			holder, err := e.locker.TryObtain(context.Background(), key, time.Minute, dlock.WithFair())
+			if err != nil {
+				t.Fatal(err)
+			}
+			waiter := newLocker(t, e.srv.Client())
+			got := make(chan *dlock.Lock, 1)
+			go func() {
+				lock, err := waiter.Obtain(timeout(t, 10*time.Second), key, ttl, dlock.WithFair(), noPolling)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- lock
+			}()
+			waitQueued(t, e.rdb, key, 1)
+			waitSubscribed(t, e, key)
+			time.Sleep(20 * time.Millisecond)
+			before := evalCalls(t, e)
+			if err := holder.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			lock := <-got
+			if lock == nil {
+				t.FailNow()
+			}
+			calls := evalCalls(t, e) - before
+			if want := map[bool]int64{true: 1, false: 2}[ttl <= dlock.FairLease]; calls != want {
+				t.Errorf("%d scripts from the release to the waiter holding the lock, want %d", calls, want)
+			}
+			if lock.Fence() <= holder.Fence() || value(t, e.rdb, key) != lock.Token() {
+				t.Errorf("handed over: fence %d after %d, key holds %q; want a larger fence and our token", lock.Fence(), holder.Fence(), value(t, e.rdb, key))
+			}
+			if pttl := e.rdb.PTTL(context.Background(), key).Val(); pttl <= 0 || pttl > ttl {
+				t.Errorf("PTTL after the handoff = %v, want up to the waiter's ttl %v", pttl, ttl)
+			}
+			if left := time.Until(lock.Until()); left <= 0 || left > ttl {
+				t.Errorf("Until is %v away, want within the ttl %v", left, ttl)
+			}
+			if err := lock.Release(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// evalCalls returns how many scripts the server ran (EVALSHA and EVAL).
+func evalCalls(t *testing.T, e *env) int64 {
+	t.Helper()
+	info := e.rdb.Info(context.Background(), "commandstats").Val()
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if rest, ok := strings.CutPrefix(line, cmd); ok {
+				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				total += n
+			}
 		}
-		got <- err
-	}()
-	waitQueued(t, e.rdb, key, 2)
-
-	if err := child.Process.Kill(); err != nil {
-		t.Fatal(err)
 	}
-	_ = child.Wait()
-	killed := time.Now()
-	if err := holder.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-got; err != nil {
-		t.Fatalf("the waiter behind the killed one: %v", err)
-	}
-	if took, limit := time.Since(killed), dlock.FairLease+dlock.FairLease/3+time.Second; took > limit {
-		t.Errorf("the next waiter got the lock %v after the kill, want within %v", took, limit)
-	}
+	return total
 }
 
 // A fair waiter that gives up leaves the queue at once: the one behind it

@@ -57,11 +57,11 @@ func (n *node) run(ctx context.Context, o op) (reply, error) {
 		return n.acquire(ctx, o.keys, o.token, o.ttl)
 	case opRelease:
 		if o.fair() {
-			return n.fairRelease(ctx, o.keys, o.token, false)
+			return n.fairRelease(ctx, o.keys, o.token, false, 0)
 		}
 		return n.release(ctx, o.keys, o.token)
 	case opLeave:
-		return n.fairRelease(ctx, o.keys, o.token, true)
+		return n.fairRelease(ctx, o.keys, o.token, true, o.ttl)
 	case opRefresh:
 		return n.refresh(ctx, o.keys, o.token, o.ttl)
 	case opTTL:
@@ -201,14 +201,14 @@ func (n *node) fairAcquire(ctx context.Context, keys []string, token any, ttl, l
 	return n.exec(ctx, "acquire", fairAcquireScript, keys, token, ttl.Milliseconds(), lease.Milliseconds())
 }
 
-// fairRelease releases a lock obtained in fair mode and wakes the next
-// waiter. With leave, the caller is a waiter giving up its place.
-func (n *node) fairRelease(ctx context.Context, keys []string, token any, leave bool) (reply, error) {
-	mode := ""
+// fairRelease releases a lock obtained in fair mode and hands it over to the
+// next waiter. With leave, the caller is a waiter giving up its place; ttl,
+// its lock's, names it in the queue.
+func (n *node) fairRelease(ctx context.Context, keys []string, token any, leave bool, ttl time.Duration) (reply, error) {
 	if leave {
-		mode = "leave"
+		return n.exec(ctx, "release", fairReleaseScript, keys, token, "leave", ttl.Milliseconds(), FairLease.Milliseconds())
 	}
-	return n.exec(ctx, "release", fairReleaseScript, keys, token, mode)
+	return n.exec(ctx, "release", fairReleaseScript, keys, token, "", 0, FairLease.Milliseconds())
 }
 
 func (n *node) refresh(ctx context.Context, keys []string, token any, ttl time.Duration) (reply, error) {

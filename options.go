@@ -139,10 +139,17 @@ func WithBackoff(b Backoff) ObtainOption {
 // (two side keys in the lock key's Cluster slot). A release wakes only the
 // first waiter, so a busy lock does not start a stampede of attempts.
 //
+// A release hands the lock over to the first waiter directly, in the same
+// script, for the waiter's ttl but at most FairLease; a waiter whose ttl is
+// no longer than FairLease then holds the lock without another round trip,
+// and one with a longer ttl extends it with one.
+//
 // A waiter keeps its place by renewing a lease of FairLease while it waits,
 // which Obtain does on its own. One that gives up (its context ends) leaves
-// the queue at once; one that dies loses its place when its lease runs out,
-// so it holds up the waiters behind it for at most FairLease.
+// the queue at once, passing the lock on if it was handed it. One that dies
+// loses its place when its lease runs out, or, if a release handed it the
+// lock first, holds that for at most FairLease: either way it holds up the
+// waiters behind it for at most about FairLease.
 //
 // Fairness is among fair waiters. Obtain and TryObtain without WithFair
 // ignore the queue: they may take the lock while it is free between a

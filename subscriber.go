@@ -115,7 +115,8 @@ type watch struct {
 	channel string
 	id      string
 	c       chan struct{}
-	stopped bool // guarded by s.mu
+	stopped bool   // guarded by s.mu
+	handoff string // guarded by s.mu: the fence of a lock handed over to id
 }
 
 // newSubscriber returns the subscriber of one Redis deployment. It starts
@@ -414,15 +415,31 @@ func (s *subscriber) unsubscribed(channel string) {
 }
 
 // wake wakes the watchers a message with payload is for, without blocking.
+// A payload "id:fence" hands the lock over to watcher id (fair mode): it is
+// kept for takeHandoff. s.mu is held.
 func (st *channelState) wake(payload string) {
 	for w := range st.watchers {
-		if payload == "" || w.id == "" || w.id == payload {
+		match := payload == "" || w.id == "" || w.id == payload
+		if w.id != "" && len(payload) > len(w.id) && payload[len(w.id)] == ':' && payload[:len(w.id)] == w.id {
+			w.handoff, match = payload[len(w.id)+1:], true
+		}
+		if match {
 			select {
 			case w.c <- struct{}{}:
 			default: // a wake is pending already
 			}
 		}
 	}
+}
+
+// takeHandoff returns the fence of a lock handed over to this watcher, if
+// a message said so since the last call.
+func (w *watch) takeHandoff() (string, bool) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	h := w.handoff
+	w.handoff = ""
+	return h, h != ""
 }
 
 // sweep has the dispatcher look at the channels that linger, to

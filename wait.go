@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -49,7 +50,9 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 	subscribed := w.listenIfSubscribed(channel, id)
 	defer w.stop()
 	wasHeld := false // an attempt found the lock held
+	var sent time.Time
 	for sleeps := 0; ; {
+		sent = time.Now()
 		lock, r, err := w.c.try(ctx, o, w.cfg)
 		if !errors.Is(err, ErrNotObtained) {
 			if err != nil && wasHeld && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -74,6 +77,9 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 				w.leave(o)
 			}
 			return nil, fmt.Errorf("%w: %w", err, contextError(ctx))
+		}
+		if lock := w.handedOver(o, sent); lock != nil {
+			return lock, nil
 		}
 		if !w.cfg.fair {
 			o.token = newToken() // a fresh token, so a late clean-up of this attempt touches nothing later
@@ -181,10 +187,37 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration) bool {
 	return true
 }
 
+// handedOver returns the lock a release handed over to this fair waiter, if
+// one did. The release set the lock for our ttl, at most FairLease (see
+// fair_release.lua), after our last attempt was sent at sent, so its
+// validity counts from then. If our ttl is longer, or that leaves less than
+// half of it (we waited long since), handedOver returns nil, and the next
+// attempt, which finds the lock ours, sets the time to live again from its
+// own start, for the whole ttl.
+func (w *waiter) handedOver(o op, sent time.Time) *Lock {
+	if !w.cfg.fair || len(w.watches) == 0 {
+		return nil
+	}
+	payload, ok := w.watches[0].takeHandoff()
+	if !ok || o.ttl > FairLease {
+		return nil
+	}
+	fence, err := strconv.ParseInt(payload, 10, 64)
+	if err != nil || time.Until(sent.Add(o.ttl-drift(o.ttl))) < o.ttl/2 {
+		return nil
+	}
+	lock, err := w.c.hold(o, reply{code: acquired, value: fence}, sent, w.cfg)
+	if err != nil {
+		w.leave(o) // closed meanwhile: give it back
+		return nil
+	}
+	return lock
+}
+
 // leave takes a fair waiter that gives up out of the queue, in the
 // background, and lets the next one have its turn.
 func (w *waiter) leave(o op) {
-	w.c.releaseInBackground(o.keys, o.token, FairLease)
+	w.c.releaseInBackground(o.keys, o.token, o.ttl)
 }
 
 func (w *waiter) stop() {

@@ -33,6 +33,7 @@ type HotKeyResult struct {
 	Clients      int     `json:"clients"`
 	Seconds      float64 `json:"seconds"`
 	HoldMs       float64 `json:"hold_ms"`
+	TTLMs        float64 `json:"ttl_ms"`
 	Acquisitions int     `json:"acquisitions"`
 	PerSecond    float64 `json:"acquisitions_per_s"`
 	// SameClient is the share of acquisitions made by the client that made
@@ -205,7 +206,7 @@ func (c *contest) noteOpen(wait time.Duration) {
 func (c *contest) result(lib string, cfg HotKeyConfig) HotKeyResult {
 	res := HotKeyResult{
 		Scenario: "hotkey", Lib: lib, Clients: cfg.Clients,
-		Seconds: cfg.Duration.Seconds(), HoldMs: ms(cfg.Hold),
+		Seconds: cfg.Duration.Seconds(), HoldMs: ms(cfg.Hold), TTLMs: ms(cfg.TTL),
 		Acquisitions: len(c.order), GaveUp: c.gaveUp, Overlaps: int(c.overlaps.Load()),
 	}
 	res.PerSecond = float64(res.Acquisitions) / cfg.Duration.Seconds()

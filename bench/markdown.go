@@ -90,13 +90,13 @@ func writeHotKey(w io.Writer, rows []HotKeyResult) {
 	r0 := rows[0]
 	fmt.Fprintf(w, "### (c) Hot key\n\n")
 	fmt.Fprintf(w, "%d clients, each with its own connections, loop for %s: obtain one shared key (blocking), "+
-		"hold it %s, release, want it again at once. *same client*: share of acquisitions won by the client "+
+		"hold it %s (ttl %s), release, want it again at once. *same client*: share of acquisitions won by the client "+
 		"that had just released (1/%d would be a fair draw, 0 a strict queue). Waits run from wanting the lock "+
 		"to holding it. *cmds/acq*: INFO commandstats calls per acquisition, commands inside scripts included; "+
 		"*round trips/acq*: writes on the clients' connections; *MONITOR*: requests / commands run by scripts, "+
 		"per acquisition, from a separate short run under MONITOR. *gave up*: blocking obtains that returned an "+
 		"error before the run ended (the client called again). *overlaps* must be 0.\n\n",
-		r0.Clients, fmtSeconds(r0.Seconds), fmtNs(r0.HoldMs*1e6), r0.Clients)
+		r0.Clients, fmtSeconds(r0.Seconds), fmtNs(r0.HoldMs*1e6), fmtNs(r0.TTLMs*1e6), r0.Clients)
 	fmt.Fprintf(w, "| row | acq/s | same client | per client min–max | mean wait | max wait | cmds/acq | round trips/acq | MONITOR | gave up | overlaps |\n")
 	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rows {

@@ -3,14 +3,17 @@
 --
 -- KEYS[1]  the lock key (its value is the holder's token)
 -- KEYS[2]  the fence key; its name is also the lock's release channel
--- KEYS[3]  the queue: a sorted set of waiting tokens, scored by arrival
--- KEYS[4]  the leases: a sorted set of waiting tokens, scored by the time
---          (server milliseconds) after which a waiter counts as gone
+-- KEYS[3]  the queue: a sorted set of waiters, scored by arrival
+-- KEYS[4]  the leases: a sorted set of waiters, scored by the time (server
+--          milliseconds) after which a waiter counts as gone
 -- ARGV[1]  the token of the caller
 -- ARGV[2]  the time to live of the lock, in milliseconds
 -- ARGV[3]  the caller's lease as a waiter, in milliseconds; 0 to not wait:
 --          the caller takes the lock if it is free and nobody waits, and
 --          does not join the queue
+--
+-- A waiter is the member "token:ttl" of both sets: a release that finds it
+-- first hands the lock over to it directly (fair_release.lua), for its ttl.
 --
 -- Returns {1, fence}       when the lock is the caller's (fence as in acquire.lua).
 -- Returns {0, pttl, head}  when the caller waits in the queue: pttl is the
@@ -23,9 +26,10 @@
 -- lease ran out (they died, or gave up without saying so) are dropped here.
 -- A waiter keeps its place by calling again before its lease runs out.
 -- Callers that use plain acquire.lua ignore the queue: they can take a free
--- lock before the first waiter (see the Fair documentation).
+-- lock before the first waiter (see the WithFair documentation).
 local t = redis.call('TIME')
 local now_ms = t[1] * 1000 + math.floor(t[2] / 1000)
+local me = ARGV[1] .. ':' .. ARGV[2]
 
 local stale = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now_ms, 'LIMIT', 0, 100)
 for _, w in ipairs(stale) do
@@ -40,18 +44,24 @@ end
 
 local fence
 if holder == ARGV[1] then
-  -- Our own acquire, resent after a lost reply: the lock is ours.
+  -- Ours already: handed over by a release, or our own acquire resent after
+  -- a lost reply. The caller counts the lock's time from this call, so the
+  -- time to live starts again now.
   fence = tonumber(redis.pcall('GET', KEYS[2]))
   if fence then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+    redis.call('ZREM', KEYS[3], me)
+    redis.call('ZREM', KEYS[4], me)
     return {1, fence}
   end
 end
 
 local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-if holder == ARGV[1] or (holder == false and (head == nil or head == ARGV[1])) then
+if holder == ARGV[1] or (holder == false and (head == nil or head == me)) then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  redis.call('ZREM', KEYS[3], ARGV[1])
-  redis.call('ZREM', KEYS[4], ARGV[1])
+  redis.call('ZREM', KEYS[3], me)
+  redis.call('ZREM', KEYS[4], me)
   fence = t[1] * 1000000 + t[2]
   local last = tonumber(redis.pcall('GET', KEYS[2]))
   if last and last >= fence then
@@ -72,16 +82,16 @@ end
 
 -- Wait: join the queue at its end (arrival scores strictly increase), or
 -- keep our place, and renew our lease.
-if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then
+if not redis.call('ZSCORE', KEYS[3], me) then
   local arrival = t[1] * 1000000 + t[2]
   local tail = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
   if tail[2] and tonumber(tail[2]) >= arrival then
     arrival = tonumber(tail[2]) + 1
   end
-  redis.call('ZADD', KEYS[3], string.format('%d', arrival), ARGV[1])
-  head = head or ARGV[1]
+  redis.call('ZADD', KEYS[3], string.format('%d', arrival), me)
+  head = head or me
 end
-redis.call('ZADD', KEYS[4], string.format('%d', now_ms + lease), ARGV[1])
+redis.call('ZADD', KEYS[4], string.format('%d', now_ms + lease), me)
 -- The queue lives as long as its longest lease, so nothing is left behind.
 for i = 3, 4 do
   if redis.call('PTTL', KEYS[i]) < lease then
@@ -89,7 +99,7 @@ for i = 3, 4 do
   end
 end
 
-if head == ARGV[1] then
+if head == me then
   return {0, pttl, 1}
 end
 return {0, pttl, 0}

@@ -1,5 +1,5 @@
--- fair_release.lua: release a lock obtained in fair mode, and wake the
--- first live waiter of its queue only.
+-- fair_release.lua: release a lock obtained in fair mode, and hand it over
+-- to the first live waiter of its queue.
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the fence key, whose name is also the lock's release channel
@@ -8,24 +8,33 @@
 -- ARGV[1]  the caller's token
 -- ARGV[2]  "leave": the caller is a waiter giving up; it leaves the queue,
 --          releases the lock if it got it after all, and passes the turn on
---          if it was first and the lock is free
+--          if the lock is free
+-- ARGV[3]  with "leave": the caller's ttl, which names it in the queue
+-- ARGV[4]  the waiters' lease, in milliseconds
 --
 -- Returns 1 when the lock was the caller's and is now deleted, 0 otherwise.
 --
--- The message on the channel is the token of the waiter whose turn it is,
--- or '' when nobody waits in the queue (plain waiters wake on any message).
+-- The first waiter whose lease still runs gets the lock at once, with the
+-- next fence, for its own ttl but no longer than a lease (a waiter that died
+-- since it last renewed its lease holds the others up no longer than that),
+-- and the message "token:fence" on the channel tells it so. A waiter whose
+-- ttl is no longer than the lease needs no further round trip; the others
+-- extend the lock to their ttl with fair_acquire.lua, which finds it theirs.
+-- When nobody waits in the queue, the message is '' (plain waiters wake on
+-- any message).
 local released = 0
 if redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   released = 1
 end
-local wasHead = false
 if ARGV[2] == 'leave' then
-  wasHead = redis.call('ZRANGE', KEYS[3], 0, 0)[1] == ARGV[1]
-  redis.call('ZREM', KEYS[3], ARGV[1])
-  redis.call('ZREM', KEYS[4], ARGV[1])
-end
-if released == 0 and not (wasHead and redis.call('EXISTS', KEYS[1]) == 0) then
+  local me = ARGV[1] .. ':' .. ARGV[3]
+  redis.call('ZREM', KEYS[3], me)
+  redis.call('ZREM', KEYS[4], me)
+  if redis.call('EXISTS', KEYS[1]) == 1 then
+    return released -- held by another: its release passes the turn on
+  end
+elseif released == 0 then
   return 0
 end
 
@@ -37,12 +46,23 @@ for _ = 1, 100 do
     break
   end
   local lease = tonumber(redis.call('ZSCORE', KEYS[4], head))
-  if lease and lease > now_ms then
-    redis.call('PUBLISH', KEYS[2], head)
+  redis.call('ZREM', KEYS[3], head)
+  redis.call('ZREM', KEYS[4], head)
+  local token, ttl = string.match(head, '^(.*):(%d+)$')
+  if token and lease and lease > now_ms then
+    ttl = math.min(tonumber(ttl), tonumber(ARGV[4]))
+    redis.call('SET', KEYS[1], token, 'PX', ttl)
+    local fence = t[1] * 1000000 + t[2]
+    local last = tonumber(redis.pcall('GET', KEYS[2]))
+    if last and last >= fence then
+      fence = last + 1
+    end
+    fence = string.format('%d', fence)
+    redis.call('SET', KEYS[2], fence, 'PX', ttl)
+    redis.call('PUBLISH', KEYS[2], token .. ':' .. fence)
     return released
   end
-  redis.call('ZREM', KEYS[3], head) -- gone: its lease ran out
-  redis.call('ZREM', KEYS[4], head)
+  -- gone: its lease ran out
 end
 redis.call('PUBLISH', KEYS[2], '')
 return released

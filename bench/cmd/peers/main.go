@@ -76,7 +76,9 @@ func hotKey(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&cfg.Clients, "clients", 16, "clients competing, each with its own connections")
 	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "how long they compete, per row")
 	fs.DurationVar(&cfg.Hold, "hold", time.Millisecond, "how long a client holds the lock")
-	fs.DurationVar(&cfg.TTL, "ttl", 10*time.Second, "the locks' ttl")
+	// 2s: far longer than the hold, and no longer than dlock's FairLease,
+	// under which a fair handoff needs no round trip of the waiter's own.
+	fs.DurationVar(&cfg.TTL, "ttl", 2*time.Second, "the locks' ttl")
 	fs.DurationVar(&cfg.Monitor, "monitor", time.Second, "length of the separate run under MONITOR, per row; 0 skips it")
 	libs := fs.String("libs", "", "comma-separated rows to run (default all; see peers rows)")
 	if err := fs.Parse(args); err != nil {
