@@ -55,6 +55,7 @@ type reply struct {
 	fence       int64
 	waiters     int64       // inspect: live fair-mode waiters
 	raise       *fenceRaise // Redlock acquire: the fence is not on a quorum yet
+	stragglers  func(*Lock) // Redlock acquire: nodes that had not answered yet
 }
 
 // run sends o to Redis and waits for the answer: to the node, or to every

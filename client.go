@@ -96,13 +96,16 @@ func (c *Client) Close() error {
 }
 
 // track registers a goroutine of the Client, unless the Client is closed.
-func (c *Client) track() bool {
+func (c *Client) track() bool { return c.trackN(1) }
+
+// trackN registers n goroutines of the Client, unless it is closed.
+func (c *Client) trackN(n int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed.Load() {
 		return false
 	}
-	c.wg.Add(1)
+	c.wg.Add(n)
 	return true
 }
 
@@ -219,8 +222,11 @@ func (c *Client) try(ctx context.Context, o op, cfg obtainConfig) (lock *Lock, r
 func (c *Client) hold(o op, r reply, sent time.Time, cfg obtainConfig) (*Lock, error) {
 	lock := c.newLock(o, r.value, sent)
 	lock.raise = r.raise
+	lock.renewed = cfg.autoRenew
+	if r.stragglers != nil {
+		r.stragglers(lock) // once the Lock is complete: it goes to another goroutine
+	}
 	if cfg.autoRenew {
-		lock.renewed = true
 		if err := c.renewer.add(lock); err != nil {
 			return nil, err // closed meanwhile; the lock expires
 		}

@@ -33,28 +33,48 @@ type vote struct {
 // nodes that did not answer by then have answered false. wg lets a caller
 // wait in the background for the stragglers.
 func (q *quorum) round(ctx context.Context, o op, only []bool, decided func([]vote) bool) (votes []vote, wg *sync.WaitGroup) {
-	type answer struct {
-		i int
-		v vote
-	}
+	votes, wg, _ = q.roundLate(ctx, o, only, decided)
+	return votes, wg
+}
+
+// answer is one node's vote, as its goroutine sends it.
+type answer struct {
+	i int
+	v vote
+}
+
+// roundLate is round, also returning the channel on which the nodes that
+// had not answered by then send their votes (buffered: nobody has to read
+// them).
+func (q *quorum) roundLate(ctx context.Context, o op, only []bool, decided func([]vote) bool) (votes []vote, wg *sync.WaitGroup, late <-chan answer) {
 	votes = make([]vote, len(q.nodes))
 	answers := make(chan answer, len(q.nodes))
 	wg = new(sync.WaitGroup)
-	sent := 0
+	sent := len(q.nodes)
+	if only != nil {
+		sent = 0
+		for _, yes := range only {
+			if yes {
+				sent++
+			}
+		}
+	}
+	if !q.c.trackN(sent) {
+		for i := range votes {
+			votes[i] = vote{err: ErrClosed, answered: true}
+		}
+		return votes, wg, answers
+	}
+	wg.Add(sent)
+	detached := context.WithoutCancel(ctx) // each call runs to its end, so its outcome is known
 	for i, n := range q.nodes {
 		if only != nil && !only[i] {
 			continue
 		}
-		if !q.c.track() {
-			votes[i] = vote{err: ErrClosed, answered: true}
-			continue
-		}
-		sent++
-		wg.Add(1)
 		go func() {
 			defer q.c.wg.Done()
 			defer wg.Done()
-			r, err := n.run(context.WithoutCancel(ctx), o)
+			r, err := n.run(detached, o)
 			answers <- answer{i, vote{r: r, err: err, answered: true}}
 		}()
 	}
@@ -65,15 +85,15 @@ func (q *quorum) round(ctx context.Context, o op, only []bool, decided func([]vo
 		case a := <-answers:
 			votes[a.i] = a.v
 			if decided != nil && decided(votes) {
-				return votes, wg
+				return votes, wg, answers
 			}
 		case <-timer.C:
-			return votes, wg
+			return votes, wg, answers
 		case <-ctx.Done():
-			return votes, wg
+			return votes, wg, answers
 		}
 	}
-	return votes, wg
+	return votes, wg, answers
 }
 
 // count tells how many votes have answered with code, and how many failed.
@@ -110,20 +130,61 @@ func (q *quorum) run(ctx context.Context, o op) (reply, error) {
 // time: their acquire may still land.
 func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
 	sent := time.Now()
-	// Wait for every node (up to the node timeout), also after a quorum
-	// said yes: the others may say yes too, and an answer that comes after
-	// a release leaves a key behind. Stop early only when no quorum is
-	// possible any more.
-	votes, wg := q.round(ctx, o, nil, func(votes []vote) bool {
+	// Done once a quorum said yes, or none is possible any more.
+	votes, wg, late := q.roundLate(ctx, o, nil, func(votes []vote) bool {
 		yes, _ := count(votes, acquired)
 		no := len(votes) - yes - q.pending(votes)
-		return len(votes)-no < q.need
+		return yes >= q.need || len(votes)-no < q.need
 	})
 	r, err := q.raiseFence(o, votes, sent)
-	if r.code != acquired && slices.ContainsFunc(votes, mayHold) {
+	switch {
+	case r.code != acquired && slices.ContainsFunc(votes, mayHold):
 		q.releaseAfter(wg, o)
+	case r.code == acquired && q.pending(votes) > 0:
+		r.stragglers = func(l *Lock) { q.watchStragglers(l, wg, late) }
 	}
 	return r, err
+}
+
+// watchStragglers looks after the nodes that had not answered when a
+// quorum granted l: one that grants it late may do so after l was released
+// there (commands on different connections are not ordered), and would keep
+// the key until it expires. So once they have answered, the nodes that
+// granted late are released again when l ends. A release of a key that is
+// not ours changes nothing.
+func (q *quorum) watchStragglers(l *Lock, wg *sync.WaitGroup, late <-chan answer) {
+	if !q.c.track() {
+		return
+	}
+	go func() {
+		defer q.c.wg.Done()
+		wg.Wait()
+		granted := make([]bool, len(q.nodes))
+		any := false
+	drain:
+		for {
+			select {
+			case a := <-late:
+				if a.v.err == nil && a.v.r.code == acquired {
+					granted[a.i], any = true, true
+				}
+			default:
+				break drain
+			}
+		}
+		if !any {
+			return
+		}
+		context.AfterFunc(l.lifetime(), func() {
+			if !q.c.track() {
+				return
+			}
+			defer q.c.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), l.ttl)
+			defer cancel()
+			q.round(ctx, op{kind: opRelease, keys: l.keys, token: l.arg}, granted, nil)
+		})
+	}()
 }
 
 // mayHold reports whether a node may have granted the lock: it said so, or
@@ -238,7 +299,11 @@ func (q *quorum) releaseAfter(wg *sync.WaitGroup, o op) {
 // release releases on every node. It succeeds when a quorum had the lock;
 // fewer mean it was lost already (ErrNotHeld, as reply code 0).
 func (q *quorum) release(ctx context.Context, o op) (reply, error) {
-	votes, _ := q.round(ctx, o, nil, nil)
+	// Done once a quorum released it; the others finish in the background.
+	votes, _ := q.round(ctx, o, nil, func(votes []vote) bool {
+		yes, _ := count(votes, 1)
+		return yes >= q.need && o.kind != opForceRelease
+	})
 	yes, failed := count(votes, 1)
 	switch {
 	case yes >= q.need:
