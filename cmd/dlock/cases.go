@@ -42,6 +42,9 @@ func demoCases() []demoCase {
 		{"  (released early)", cronReleasedEarly},
 		{"flash sale", flashSale},
 		{"expired holder", expiredHolder},
+		{"long job", longRenewedJob},
+		{"  (not renewed)", longUnrenewedJob},
+		{"lost lock", lostLock},
 	}
 }
 

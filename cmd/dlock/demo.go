@@ -21,6 +21,8 @@ for service instances, and checks the invariant of each:
   cron on two hosts   a nightly job fired by two hosts, one a little late, runs once
   flash sale          1200 buyers for 1000 items: none oversold
   expired holder      a holder paused past its ttl cannot release the next one's lock
+  long job            a job that runs past its lock's ttl keeps the lock, renewed
+  lost lock           a worker cut off from Redis is stopped before another takes over
 
 It uses an embedded in-process Redis unless --redis names a server. Its keys
 start with "dlock-demo:" and a random run id; they are deleted at the end or

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // checkDemoOK checks the output of a demo run that should have passed.
@@ -23,8 +25,8 @@ func checkDemoOK(t *testing.T, code int, stdout, stderr string) {
 			t.Errorf("output does not mention case %q", name)
 		}
 	}
-	if n := strings.Count(stdout, "  ok: "); n != 4 {
-		t.Errorf("%d invariants reported ok, want 4", n)
+	if n := strings.Count(stdout, "  ok: "); n != 6 {
+		t.Errorf("%d invariants reported ok, want 6", n)
 	}
 	if !strings.Contains(stdout, "all invariants hold") || strings.Contains(stdout, "BROKEN") {
 		t.Errorf("output does not say that all invariants hold")
@@ -143,5 +145,54 @@ func TestDemoReportsBrokenInvariant(t *testing.T) {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr does not contain %q:\n%s", want, stderr.String())
 		}
+	}
+}
+
+// testDemo returns a demo on rdb, as runDemo makes it, for running cases
+// one by one.
+func testDemo(t *testing.T, rdb *redis.Client) *demo {
+	t.Helper()
+	locker := dlock.New(rdb)
+	t.Cleanup(func() { locker.Close() })
+	return &demo{rdb: rdb, locker: locker, prefix: "dlock-demo:" + t.Name() + ":"}
+}
+
+// demoBackends returns the Redis servers the cases run on in the tests: the
+// embedded one and a real one.
+func demoBackends(t *testing.T) map[string]*redis.Client {
+	t.Helper()
+	embedded, _ := embeddedLocker(t)
+	return map[string]*redis.Client{"embedded": embedded, "redis-server": redistest.NewServer(t).Client()}
+}
+
+// TestDemoLongJob runs the case of a job longer than its lock's ttl, and its
+// contrast: renewed, the job keeps its lock; not renewed, B gets in.
+func TestDemoLongJob(t *testing.T) {
+	t.Parallel()
+	for name, rdb := range demoBackends(t) {
+		d := testDemo(t, rdb)
+		r := longRenewedJob(t.Context(), d)
+		if !r.ok || r.err != nil || !strings.Contains(r.happened, "B tried ") || !strings.HasSuffix(r.happened, ": never got in") {
+			t.Errorf("%s: long job: %q, %q, error %v", name, r.happened, r.invariant, r.err)
+		}
+		r = longUnrenewedJob(t.Context(), d)
+		if r.err != nil || !strings.Contains(r.happened, "lock not renewed: B got in ") {
+			t.Errorf("%s: long job not renewed: %q, %q, error %v", name, r.happened, r.invariant, r.err)
+		}
+	}
+}
+
+// TestDemoLostLock runs the case of a worker cut off from Redis: its job is
+// stopped with ErrLockLost before B takes the lock, and its late write is
+// refused.
+func TestDemoLostLock(t *testing.T) {
+	t.Parallel()
+	for name, rdb := range demoBackends(t) {
+		r := lostLock(t.Context(), testDemo(t, rdb))
+		if !r.ok || r.err != nil || !strings.Contains(r.happened, "before B took the lock over") ||
+			!strings.HasSuffix(r.happened, "A's late write: refused") {
+			t.Errorf("%s: lost lock: %q, %q, error %v", name, r.happened, r.invariant, r.err)
+		}
+		t.Logf("%s: %s", name, strings.ReplaceAll(r.happened, "\n", " "))
 	}
 }

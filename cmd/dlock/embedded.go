@@ -2,24 +2,30 @@ package main
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 )
 
-// clockTick is how often the embedded Redis's clock is moved on: its keys
-// expire up to this much later than on a real server.
-const clockTick = 5 * time.Millisecond
-
 // embedded is an in-process Redis (miniredis) on a free 127.0.0.1 port whose
-// keys expire in real time. miniredis expires keys only when its clock is
-// moved on (FastForward); a goroutine owned by embedded does that every
-// clockTick by the real time elapsed. Close stops that goroutine, waits for
-// it, and stops the server.
+// keys expire in real time, as they do on a real server.
+//
+// miniredis counts the time to live of its keys down only when its clock is
+// moved on (FastForward). embedded moves it on by the real time elapsed just
+// before each command a client sends: a key set by a command is charged from
+// then on, and each command sees the keys as they are at its start. Time
+// stands still during a script, as in Redis: a key cannot expire between two
+// calls of one script. (Moving the clock on from a goroutine every few
+// milliseconds charges a key set between two moves with the whole interval,
+// so it expires up to an interval early, more on a busy machine; miniredis's
+// ClockTTL moves the clock on mid-script, so a script can find a key gone
+// that its previous call found.)
 type embedded struct {
 	srv  *miniredis.Miniredis
-	stop chan struct{} // closed by Close
-	done chan struct{} // closed when the clock goroutine has returned
+	mu   sync.Mutex // serializes the moves of the clock
+	last time.Time  // when the clock was last moved on
 }
 
 func startEmbedded() (*embedded, error) {
@@ -27,34 +33,34 @@ func startEmbedded() (*embedded, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("dlock: cannot start the embedded Redis: %w; pass --redis to use a real server", err)
 	}
-	e := &embedded{srv: srv, stop: make(chan struct{}), done: make(chan struct{})}
-	go e.runClock()
+	e := &embedded{srv: srv, last: time.Now()}
+	srv.Server().SetPreHook(e.beforeCommand)
 	return e, nil
 }
 
 // Addr returns the server's address, "127.0.0.1:PORT".
 func (e *embedded) Addr() string { return e.srv.Addr() }
 
-// Close stops the clock and the server. Clients should be closed first.
+// Close stops the server. Clients should be closed first.
 func (e *embedded) Close() {
-	close(e.stop)
-	<-e.done
 	e.srv.Close()
 }
 
-func (e *embedded) runClock() {
-	defer close(e.done)
-	ticker := time.NewTicker(clockTick)
-	defer ticker.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-ticker.C:
-			now := time.Now()
-			e.srv.FastForward(now.Sub(last))
-			last = now
-		}
+// beforeCommand runs before every command, those that a script calls
+// included, and moves the clock on. It never stops the command.
+func (e *embedded) beforeCommand(*server.Peer, string, ...string) bool {
+	// miniredis runs each command, and each script with the commands it
+	// calls, holding its lock. Taken, it means this is a script's command,
+	// which must not move the clock, or that another client's command runs
+	// now: the clock was moved on before that one, a moment ago.
+	if !e.srv.TryLock() {
+		return false
 	}
+	e.srv.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	e.srv.FastForward(now.Sub(e.last))
+	e.last = now
+	return false
 }

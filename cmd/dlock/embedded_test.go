@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -61,5 +62,116 @@ func TestLockOnEmbedded(t *testing.T) {
 	}
 	if _, err := locker.TryObtain(ctx, "h", time.Second); !errors.Is(err, dlock.ErrWrongType) {
 		t.Errorf("TryObtain of a hash: %v, want ErrWrongType", err)
+	}
+}
+
+// embeddedLocker starts an embedded Redis and returns a Client on it, all
+// closed when the test ends.
+func embeddedLocker(t *testing.T) (*redis.Client, *dlock.Client) {
+	t.Helper()
+	e, err := startEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	rdb := redis.NewClient(&redis.Options{Addr: e.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	locker := dlock.New(rdb)
+	t.Cleanup(func() { locker.Close() })
+	return rdb, locker
+}
+
+// TestWaitOnEmbedded checks that the embedded Redis carries what Obtain
+// waits on: a release message (SUBSCRIBE, and PUBLISH from a script) wakes
+// a waiter whose backoff would let it sleep for a minute, plain or fair;
+// and a fair waiter is counted (TIME and the sorted sets of the queue).
+func TestWaitOnEmbedded(t *testing.T) {
+	t.Parallel()
+	_, locker := embeddedLocker(t)
+	noPolling := dlock.WithBackoff(dlock.FixedBackoff(time.Minute))
+	for _, fair := range []bool{false, true} {
+		holder, err := locker.TryObtain(t.Context(), "k", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := []dlock.ObtainOption{noPolling}
+		if fair {
+			opts = append(opts, dlock.WithFair())
+		}
+		got := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			lock, err := locker.Obtain(ctx, "k", time.Minute, opts...)
+			if err == nil {
+				err = lock.Release(ctx)
+			}
+			got <- err
+		}()
+		if fair {
+			waitUntil(t, "the fair waiter to queue", func() bool {
+				info, err := locker.Inspect(t.Context(), "k")
+				return err == nil && info.Waiters == 1
+			})
+		}
+		time.Sleep(50 * time.Millisecond) // the waiter sleeps now
+		if err := holder.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			t.Errorf("fair %t: the waiter was not woken by the release: %v", fair, err)
+		}
+	}
+}
+
+// TestAutoRenewOnEmbedded checks that the embedded Redis runs the renewer's
+// pipelines: a lock renewed automatically outlives its ttl, and is reported
+// lost when its key is deleted.
+func TestAutoRenewOnEmbedded(t *testing.T) {
+	t.Parallel()
+	const ttl = 100 * time.Millisecond
+	rdb, locker := embeddedLocker(t)
+	lock, err := locker.TryObtain(t.Context(), "k", ttl, dlock.WithAutoRenew(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * ttl)
+	if err := lock.Err(); err != nil {
+		t.Fatalf("the lock ended while renewed: %v", err)
+	}
+	if _, err := locker.TryObtain(t.Context(), "k", ttl); !errors.Is(err, dlock.ErrNotObtained) {
+		t.Errorf("TryObtain of the renewed lock: %v, want ErrNotObtained", err)
+	}
+	if err := rdb.Del(t.Context(), "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lock.Done():
+		if !errors.Is(lock.Err(), dlock.ErrLockLost) {
+			t.Errorf("Err() = %v, want ErrLockLost", lock.Err())
+		}
+	case <-time.After(2 * ttl):
+		t.Error("the deleted lock was not reported lost")
+	}
+}
+
+// TestEmbeddedExpiry checks that no key of the embedded Redis expires before
+// its time to live, counted from before the command that set it was sent.
+func TestEmbeddedExpiry(t *testing.T) {
+	t.Parallel()
+	const ttl = 20 * time.Millisecond
+	rdb, _ := embeddedLocker(t)
+	for i := range 20 {
+		time.Sleep(time.Duration(i) * time.Millisecond / 4) // at varied times
+		sent := time.Now()
+		if err := rdb.Set(t.Context(), "k", "v", ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for rdb.Exists(t.Context(), "k").Val() == 1 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		if lived := time.Since(sent); lived < ttl {
+			t.Fatalf("a key with a ttl of %v expired %v after it was set", ttl, lived)
+		}
 	}
 }

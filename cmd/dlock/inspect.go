@@ -26,6 +26,7 @@ type lockJSON struct {
 	TTLMillis   int64  `json:"ttl_ms"`          // -1: no expiry; 0 when not held
 	Fence       int64  `json:"fence,omitempty"` // the last fence handed out, if known
 	TokenPrefix string `json:"token_prefix,omitempty"`
+	Waiters     int    `json:"waiters"` // live --fair waiters (dlock.WithFair); plain ones leave no trace
 }
 
 func toJSON(info dlock.LockInfo) lockJSON {
@@ -35,6 +36,7 @@ func toJSON(info dlock.LockInfo) lockJSON {
 		TTLMillis:   info.TTL.Milliseconds(),
 		Fence:       info.Fence,
 		TokenPrefix: tokenPrefix(info.Token),
+		Waiters:     info.Waiters,
 	}
 }
 
@@ -72,12 +74,16 @@ func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
 		if info.Fence != 0 {
 			fmt.Fprintf(tw, "last fence:\t%d\n", info.Fence)
 		}
+		if info.Waiters > 0 { // free for a moment: the first waiter is about to take it
+			fmt.Fprintf(tw, "fair waiters:\t%d\n", info.Waiters)
+		}
 		return tw.Flush()
 	}
 	fmt.Fprintf(tw, "held:\tyes\n")
 	fmt.Fprintf(tw, "ttl:\t%s\n", showTTL(info.TTL))
 	fmt.Fprintf(tw, "fence:\t%s\n", showFence(info.Fence))
 	fmt.Fprintf(tw, "token:\t%s…\n", tokenPrefix(info.Token))
+	fmt.Fprintf(tw, "fair waiters:\t%d\n", info.Waiters)
 	return tw.Flush()
 }
 
@@ -102,9 +108,9 @@ func listLocks(ctx context.Context, w io.Writer, locker *dlock.Client, pattern s
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tTTL\tFENCE\tTOKEN")
+	fmt.Fprintln(tw, "KEY\tTTL\tFENCE\tTOKEN\tWAITERS")
 	for _, info := range locks {
-		fmt.Fprintf(tw, "%q\t%s\t%s\t%s…\n", info.Key, showTTL(info.TTL), showFence(info.Fence), tokenPrefix(info.Token))
+		fmt.Fprintf(tw, "%q\t%s\t%s\t%s…\t%d\n", info.Key, showTTL(info.TTL), showFence(info.Fence), tokenPrefix(info.Token), info.Waiters)
 	}
 	return tw.Flush()
 }
@@ -202,9 +208,11 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	var f inspectFlags
 	fs := newFlagSet("status", "[flags] KEY", `
 Shows whether the lock KEY is held, for how much longer, the last fencing
-token handed out for it, and the start of its holder's token (never all of
-it: whoever knows the token can release the lock). Exits 0 whether or not
-the lock is held; --json says which, for scripts.`)
+token handed out for it, the start of its holder's token (never all of it:
+whoever knows the token can release the lock), and how many fair waiters
+(dlock run --fair) queue for it; waiters without --fair leave no trace in
+Redis and are not counted. Exits 0 whether or not the lock is held; --json
+says which, for scripts.`)
 	f.register(fs)
 	key, code, done := parseKeyAndFlags(fs, args, stdout, stderr)
 	if done {
@@ -223,10 +231,11 @@ func runList(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	var f inspectFlags
 	fs := newFlagSet("list", "[flags]", `
 Lists the locks taken by dlock that are held now, with their remaining time
-to live, fence and the start of their holder's token. It walks the keyspace
-with SCAN (never KEYS, which would block Redis), on every primary of a
-Cluster; locks taken or released meanwhile may be missed. Locks taken by
-other clients with a plain SET NX are not listed.`)
+to live, fence, the start of their holder's token and their number of fair
+waiters. It walks the keyspace with SCAN (never KEYS, which would block
+Redis), on every primary of a Cluster; locks taken or released meanwhile
+may be missed. Locks taken by other clients with a plain SET NX are not
+listed.`)
 	f.register(fs)
 	match := fs.String("match", "*", "list only the locks whose key matches this Redis glob `PATTERN`, as in 'job:*'")
 	if code, done := parseFlags(fs, args, 0, stdout, stderr); done {

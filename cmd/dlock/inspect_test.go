@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,7 +43,7 @@ func TestStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitOK {
 		t.Fatalf("status --json = %d, %q: %v", code, out, err)
 	}
-	want := lockJSON{Key: "nightly", Held: true, TTLMillis: got.TTLMillis, Fence: lock.Fence(), TokenPrefix: lock.Token()[:tokenShown]}
+	want := lockJSON{Key: "nightly", Held: true, TTLMillis: got.TTLMillis, Fence: lock.Fence(), TokenPrefix: lock.Token()[:tokenShown], Waiters: 0}
 	if got != want || got.TTLMillis < 50_000 || got.TTLMillis > 60_000 {
 		t.Errorf("status --json = %+v, want %+v with a ttl of about 60000", got, want)
 	}
@@ -49,6 +52,49 @@ func TestStatus(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, `"held":false`) {
 		t.Errorf("status of a free key = %d, %q", code, out)
 	}
+}
+
+// TestStatusFairWaiters checks that status and list count the fair waiters
+// of a lock, and only while they wait.
+func TestStatusFairWaiters(t *testing.T) {
+	srv, lock := heldLock(t, "nightly")
+	locker := dlock.New(srv.Client())
+	t.Cleanup(func() { locker.Close() })
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if _, err := locker.Obtain(ctx, "nightly", time.Minute, dlock.WithFair()); !errors.Is(err, context.Canceled) {
+				t.Errorf("a fair waiter: %v, want it cancelled", err)
+			}
+		})
+	}
+	waitUntil(t, "two fair waiters", func() bool {
+		info, err := locker.Inspect(t.Context(), "nightly")
+		return err == nil && info.Waiters == 2
+	})
+
+	code, out, errOut := runCLI(t, "status", "--redis", srv.URL(), "nightly")
+	if code != exitOK || !regexp.MustCompile(`(?m)^fair waiters: +2$`).MatchString(out) {
+		t.Errorf("status with two fair waiters = %d, %q, %q; want a line \"fair waiters: 2\"", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "status", "--json", "--redis", srv.URL(), "nightly")
+	var got lockJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitOK || got.Waiters != 2 || got.Fence != lock.Fence() {
+		t.Errorf("status --json with two fair waiters = %d, %q (%v); want waiters 2", code, out, err)
+	}
+	code, out, _ = runCLI(t, "list", "--redis", srv.URL())
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != exitOK || len(lines) != 2 ||
+		!strings.HasSuffix(lines[0], "WAITERS") || !strings.HasSuffix(lines[1], " 2") {
+		t.Errorf("list with two fair waiters = %d, %q; want a WAITERS column that says 2", code, out)
+	}
+
+	cancel()
+	wg.Wait()
+	waitUntil(t, "the waiters to leave", func() bool {
+		_, out, _ := runCLI(t, "status", "--json", "--redis", srv.URL(), "nightly")
+		return strings.Contains(out, `"waiters":0`)
+	})
 }
 
 func TestList(t *testing.T) {

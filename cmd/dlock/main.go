@@ -7,15 +7,18 @@
 // Commands:
 //
 //	run     run a command under a lock, so that it runs once, or one at a
-//	        time, across hosts: a distributed flock for cron jobs, as in
+//	        time (in arrival order with --fair), across hosts: a distributed
+//	        flock for cron jobs, as in
 //	        dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report
-//	status  show a lock: held or not, ttl, fence, the start of its token
+//	status  show a lock: held or not, ttl, fence, the start of its token,
+//	        the number of fair waiters
 //	list    list the held locks, optionally those matching a pattern (SCAN)
 //	release delete a lock whoever holds it; refuses without --force
 //	check   warn about Redis settings that weaken locks (eviction, no AOF)
 //	demo    run the cases this project started from (a cron job on two hosts,
 //	        a double-clicked pay button, a flash sale, a lock that expires
-//	        under a slow holder) and check that each one's invariant holds
+//	        under a slow holder, a job longer than its lock's ttl, a worker
+//	        cut off from Redis) and check that each one's invariant holds
 //
 // Run "dlock <command> --help" for a command's flags and exit statuses.
 // A usage error exits with 64 (EX_USAGE). The run command exits with its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -21,15 +22,17 @@ const runSynopsis = "--key KEY [flags] -- COMMAND [ARGS...]"
 const runAbout = `run runs COMMAND under a lock on Redis, so that it runs once, or one at a
 time, across hosts: a distributed flock for cron jobs. When another holder
 has the lock, COMMAND does not run; with --wait, it runs when the lock comes
-free, if that is soon enough.
+free, if that is soon enough. With --fair, the dlock runs that wait get the
+lock in the order they arrived, through a queue kept in Redis next to the
+lock; without it, whichever asks first after a release gets it.
 
-While COMMAND runs, the lock is renewed every third of --ttl. If it is lost
-all the same (Redis down or paused past the ttl, the key deleted), COMMAND's
-process group gets SIGTERM, and SIGKILL --grace later. SIGINT, SIGTERM and
-SIGHUP sent to dlock are passed on to COMMAND's process group (so COMMAND
-cannot read from a terminal), and dlock waits for COMMAND to exit. Then,
-however COMMAND ended, dlock releases the lock, or with --min-hold keeps it
-until that long after it was obtained.
+While COMMAND runs, the lock is renewed every third of --ttl (by the
+library's auto-renewal). If it is lost all the same (Redis down or paused
+past the ttl, the key deleted), COMMAND's process group gets SIGTERM, and
+SIGKILL --grace later. SIGINT, SIGTERM and SIGHUP sent to dlock are passed
+on to COMMAND's process group (so COMMAND cannot read from a terminal), and
+dlock waits for COMMAND to exit. Then, however COMMAND ended, dlock releases
+the lock, or with --min-hold keeps it until that long after it was obtained.
 
 Give a quick job --min-hold: released at once, the lock would be free when
 a host whose clock is a little behind fires the same cron entry, and the job
@@ -49,14 +52,16 @@ Environment:
 Exit status:
   COMMAND's  when it ran: its own, 128+N if signal N killed it,
              127 if it was not found, 126 if it could not be started
-  75         the lock was not obtained: another holder has it (--conflict-exit-code)
+  75         the lock was not obtained: another holder has it, or earlier --fair
+             waiters go first (--conflict-exit-code)
   76         the lock was lost while COMMAND ran, and COMMAND was terminated
   64         usage error: a bad flag, no --key, no -- before COMMAND, a bad URL
   69         Redis could not be reached, or failed
   128+N      dlock got signal N before COMMAND started
 
 Without -v, dlock prints only errors, and, when stderr is a terminal, why
-COMMAND did not run and how long a wait has left.`
+COMMAND did not run and how long a wait has left. With -v it says what it
+does, and each renewal that failed and is retried; not those that succeed.`
 
 // runExample is the command line that usage errors show.
 const runExample = "dlock run --key nightly -- /usr/local/bin/report"
@@ -79,6 +84,7 @@ type runConfig struct {
 	minHold      time.Duration
 	grace        time.Duration
 	conflictCode int
+	fair         bool // wait in arrival order (dlock.WithFair)
 	verbose      bool
 	redis        redisServer
 	command      []string
@@ -121,7 +127,8 @@ func parseRunArgs(args []string, getenv func(string) string, stdout, stderr io.W
 	fs.DurationVar(&cfg.minHold, "min-hold", 0, "keep the lock at least this long after obtaining it, even if COMMAND ends sooner,\nso that a host whose clock is behind finds it taken and does not run the job again")
 	fs.DurationVar(&cfg.grace, "grace", 10*time.Second, "after the lock is lost, how long COMMAND has between SIGTERM and SIGKILL")
 	fs.IntVar(&cfg.conflictCode, "conflict-exit-code", exitNotObtained, "the exit `status` when another holder has the lock")
-	fs.BoolVar(&cfg.verbose, "v", false, "say on stderr what happens: obtained, renewed, released...")
+	fs.BoolVar(&cfg.fair, "fair", false, "wait in arrival order: with --wait, get the lock after the --fair waiters that\ncame before; without, do not take it ahead of them")
+	fs.BoolVar(&cfg.verbose, "v", false, "say on stderr what happens: obtained, released, renewals that failed...")
 
 	flagArgs, command, hasDashes := cutDashes(args)
 	if code, done := parseFlags(fs, flagArgs, len(flagArgs), stdout, stderr); done {
@@ -198,8 +205,8 @@ func (r *runner) run(ctx context.Context) int {
 	before, interrupted := cancelOnSignal(ctx, sigs) // until the command starts
 
 	if r.redis.opts.ReadTimeout == 0 && r.redis.opts.WriteTimeout == 0 { // not set in the URL
-		// An answer later than this is of no use to the renewal, and the
-		// calls it gives up on end no later than this.
+		// An answer later than this is of no use to the renewal: a
+		// connection that hangs is given up in time for a retry.
 		r.redis.opts.ReadTimeout = min(redisTimeout, r.ttl/3)
 		r.redis.opts.WriteTimeout = r.redis.opts.ReadTimeout
 	}
@@ -212,7 +219,11 @@ func (r *runner) run(ctx context.Context) int {
 		return exitUnavailable
 	}
 	defer rdb.Close()
-	locker := dlock.New(rdb)
+	var opts []dlock.Option
+	if r.verbose {
+		opts = append(opts, dlock.WithLogger(slog.New(&lineHandler{w: r.stderr})))
+	}
+	locker := dlock.New(rdb, opts...)
 	defer locker.Close() // before rdb.Close: it waits for calls given up on
 
 	lock, code := r.obtain(before, rdb, locker)
@@ -228,7 +239,7 @@ func (r *runner) run(ctx context.Context) int {
 	case lock == nil:
 		return code
 	}
-	return r.runLocked(ctx, lock, obtained, sigs)
+	return r.runLocked(ctx, held{lock, locker, rdb, obtained}, sigs)
 }
 
 // cancelOnSignal returns a context that the first signal on sigs cancels,

@@ -23,7 +23,6 @@ func TestRunUsage(t *testing.T) {
 		{"empty key", []string{"run", "--key", "", "--", "echo"}, exitUsage, "--key is required"},
 		{"argument before dashes", []string{"run", "--key", "k", "now", "--", "echo"}, exitUsage, `unexpected argument "now" before --`},
 		{"unknown flag", []string{"run", "--frob", "--", "echo"}, exitUsage, "dlock run: flag provided but not defined: -frob\n"},
-		{"fair", []string{"run", "--fair", "--key", "k", "--", "echo"}, exitUsage, "flag provided but not defined: -fair"},
 		{"bad duration", []string{"run", "--ttl", "soon", "--key", "k", "--", "echo"}, exitUsage, `invalid value "soon" for flag -ttl`},
 		{"short ttl", []string{"run", "--ttl", "10ms", "--key", "k", "--", "echo"}, exitUsage, "--ttl must be at least 100ms, not 10ms"},
 		{"negative wait", []string{"run", "--wait", "-1s", "--key", "k", "--", "echo"}, exitUsage, "--wait must not be negative"},
@@ -57,7 +56,8 @@ func TestRunHelp(t *testing.T) {
 	for _, want := range []string{
 		"Usage: dlock run --key KEY [flags] -- COMMAND [ARGS...]",
 		"0 2 * * * dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report",
-		"-conflict-exit-code", "-grace", "-key KEY", "-min-hold", "-redis URL", "-ttl", "-v", "-wait",
+		"-conflict-exit-code", "-fair", "-grace", "-key KEY", "-min-hold", "-redis URL", "-ttl", "-v", "-wait",
+		"lock in the order they arrived", "renewed every third of --ttl", "not those that succeed",
 		"DLOCK_KEY", "DLOCK_TOKEN", "DLOCK_FENCE", "DLOCK_REDIS ", "DLOCK_REDIS_PASSWORD",
 		"\n  75 ", "\n  76 ", "\n  64 ", "\n  69 ", "128+N",
 	} {

@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/redis/go-redis/v9"
 )
 
 // Exit statuses of a command that did not run, as shells have them.
@@ -25,30 +27,36 @@ type child struct {
 	exited chan *os.ProcessState // receives once, when the command has exited
 }
 
+// held is the lock the run verb obtained, and what it was obtained with.
+type held struct {
+	lock     *dlock.Lock // renewed by locker until released or lost
+	locker   *dlock.Client
+	rdb      *redis.Client
+	obtained time.Time
+}
+
 // runLocked runs the command while it holds the lock, then releases the lock
 // (or keeps it for --min-hold) and returns the exit status. sigs are the
 // signals dlock receives; they are passed on to the command.
-func (r *runner) runLocked(ctx context.Context, lock *dlock.Lock, obtained time.Time, sigs <-chan os.Signal) int {
-	c, err := r.start(lock)
+func (r *runner) runLocked(ctx context.Context, h held, sigs <-chan os.Signal) int {
+	c, err := r.start(h.lock)
 	if err != nil {
 		r.errorf("cannot run %s: %v", r.commandLine(), err)
-		r.release(ctx, lock)
+		r.release(ctx, h.lock)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			return exitNotFound
 		}
 		return exitCannotExecute
 	}
-	renewal := startRenewer(ctx, lock, r.ttl, r.logf)
-	status, lost := r.supervise(c, renewal, sigs)
-	renewal.Stop()
+	status, lost := r.supervise(c, h.lock, sigs)
 	switch {
 	case lost:
 		return exitLockLost // the lock is not ours: nothing to release
-	case renewal.Err() != nil: // lost as the command exited
-		r.errorf("lost the lock on %q before %s ended: %s", r.key, r.commandLine(), errText(renewal.Err()))
+	case h.lock.Err() != nil: // lost as the command exited
+		r.errorf("lost the lock on %q before %s ended: %s", r.key, r.commandLine(), lostReason(h.lock.Err()))
 		return status
 	}
-	r.releaseOrHold(ctx, lock, obtained)
+	r.releaseOrHold(ctx, h)
 	return status
 }
 
@@ -83,8 +91,8 @@ func (c *child) signal(sig syscall.Signal) {
 // supervise waits for the command to exit, passing on the signals dlock
 // gets, and terminating the command if the lock is lost. It returns the
 // command's exit status, and whether the lock was lost.
-func (r *runner) supervise(c *child, renewal *renewer, sigs <-chan os.Signal) (status int, lost bool) {
-	lostLock := renewal.Lost()
+func (r *runner) supervise(c *child, lock *dlock.Lock, sigs <-chan os.Signal) (status int, lost bool) {
+	lostLock := lock.Done()   // nobody releases the lock meanwhile: closed only when it is lost
 	var kill <-chan time.Time // after --grace, once the lock is lost
 	for {
 		select {
@@ -100,7 +108,7 @@ func (r *runner) supervise(c *child, renewal *renewer, sigs <-chan os.Signal) (s
 		case <-lostLock:
 			lostLock, lost = nil, true
 			r.errorf("lost the lock on %q while %s was running: %s; terminating it",
-				r.key, r.commandLine(), errText(renewal.Err()))
+				r.key, r.commandLine(), lostReason(lock.Err()))
 			c.signal(syscall.SIGTERM)
 			kill = time.After(r.grace)
 		case <-kill:
@@ -111,22 +119,85 @@ func (r *runner) supervise(c *child, renewal *renewer, sigs <-chan os.Signal) (s
 	}
 }
 
+// lostReason returns how a lock was lost, from its Err: the library's
+// message without the "dlock: lock lost: KEY: " that the messages of the
+// run verb already say in their own words.
+func lostReason(err error) string {
+	text := errText(err)
+	rest, ok := strings.CutPrefix(text, errText(dlock.ErrLockLost)+": ")
+	if !ok {
+		return text
+	}
+	quoted, qerr := strconv.QuotedPrefix(rest) // the key, quoted and perhaps shortened
+	if qerr != nil {
+		return text
+	}
+	rest = rest[len(quoted):]
+	if strings.HasPrefix(rest, "... (") { // a long key: "... (N bytes)"
+		if _, after, found := strings.Cut(rest, ")"); found {
+			rest = after
+		}
+	}
+	if how, found := strings.CutPrefix(rest, ": "); found && how != "" {
+		return how
+	}
+	return text
+}
+
 // releaseOrHold releases the lock after the command ended or, if it ended
 // within --min-hold of obtaining the lock, leaves it to expire when that is
 // over, so that a host whose cron fires a little later finds it taken.
-func (r *runner) releaseOrHold(ctx context.Context, lock *dlock.Lock, obtained time.Time) {
-	left := time.Until(obtained.Add(r.minHold))
-	if left <= time.Millisecond {
-		r.release(ctx, lock)
+func (r *runner) releaseOrHold(ctx context.Context, h held) {
+	until := h.obtained.Add(r.minHold)
+	if time.Until(until) <= time.Millisecond {
+		r.release(ctx, h.lock)
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
-	if err := lock.Refresh(ctx, left); err != nil {
+	if err := holdUntil(ctx, h, until); err != nil {
 		r.errorf("could not keep the lock on %q for --min-hold %v: %s", r.key, r.minHold, errText(err))
 		return
 	}
-	r.logf("keeping the lock on %q for %v more (--min-hold %v); it expires then", r.key, left.Round(time.Millisecond), r.minHold)
+	r.logf("keeping the lock on %q for %v more (--min-hold %v); it expires then",
+		r.key, time.Until(until).Round(time.Millisecond), r.minHold)
+}
+
+// errHoldLost is what holdUntil returns when the key no longer holds our
+// token.
+var errHoldLost = errors.New("dlock: the lock was lost before its --min-hold began")
+
+// holdUntil leaves the lock to expire at until. The library renews the lock
+// for --ttl until the Client is closed, with no way to stop that and keep
+// the lock; and a renewal that Redis runs after the Refresh here would set
+// the key's ttl back to --ttl. So holdUntil refreshes the lock for the rest
+// of the hold (which extends its side key too), closes the Client, which
+// stops the renewals and waits for one under way, and then sets the key's
+// expiry once more, compare-and-set (WATCH, MULTI), in case a renewal
+// overtook the Refresh.
+func holdUntil(ctx context.Context, h held, until time.Time) error {
+	if err := h.lock.Refresh(ctx, time.Until(until)); err != nil {
+		return err
+	}
+	h.locker.Close()
+	key, token := h.lock.Key(), h.lock.Token()
+	return h.rdb.Watch(ctx, func(tx *redis.Tx) error {
+		switch value, err := tx.Get(ctx, key).Result(); {
+		case errors.Is(err, redis.Nil) || (err == nil && value != token):
+			return errHoldLost
+		case err != nil:
+			return err
+		}
+		left := time.Until(until)
+		if left < time.Millisecond {
+			return nil // over already: the key expires within --ttl
+		}
+		_, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.PExpire(ctx, key, left)
+			return nil
+		})
+		return err
+	}, key)
 }
 
 // release releases the lock, and says so if it cannot.

@@ -16,13 +16,14 @@ import (
 // redrawn.
 const waitRedraw = 250 * time.Millisecond
 
-// obtain obtains the lock: one attempt, and with --wait more until the wait
-// is over. Without the lock it returns the exit status, having said why.
-// When ctx is cancelled (by a signal) it says nothing: the caller knows.
+// obtain obtains the lock, renewed automatically from then on: one
+// attempt, and with --wait more until the wait is over. Without the lock it
+// returns the exit status, having said why. When ctx is cancelled (by a
+// signal) it says nothing: the caller knows.
 func (r *runner) obtain(ctx context.Context, rdb *redis.Client, locker *dlock.Client) (*dlock.Lock, int) {
 	start := time.Now()
 	tryCtx, cancel := context.WithTimeout(ctx, redisTimeout)
-	lock, err := locker.TryObtain(tryCtx, r.key, r.ttl)
+	lock, err := locker.TryObtain(tryCtx, r.key, r.ttl, r.obtainOptions()...)
 	cancel()
 	waited := false
 	if errors.Is(err, dlock.ErrNotObtained) && r.wait > 0 && ctx.Err() == nil {
@@ -31,19 +32,19 @@ func (r *runner) obtain(ctx context.Context, rdb *redis.Client, locker *dlock.Cl
 	}
 	switch {
 	case err == nil && waited:
-		r.logf("obtained the lock on %q after waiting %v (fence %d, ttl %v)",
-			r.key, time.Since(start).Round(time.Millisecond), lock.Fence(), r.ttl)
+		r.logf("obtained the lock on %q after waiting %v (fence %d, ttl %v, renewed every %v)",
+			r.key, time.Since(start).Round(time.Millisecond), lock.Fence(), r.ttl, r.ttl/3)
 		return lock, exitOK
 	case err == nil:
-		r.logf("obtained the lock on %q (fence %d, ttl %v)", r.key, lock.Fence(), r.ttl)
+		r.logf("obtained the lock on %q (fence %d, ttl %v, renewed every %v)", r.key, lock.Fence(), r.ttl, r.ttl/3)
 		return lock, exitOK
 	case ctx.Err() != nil:
 		return nil, exitFail // interrupted
 	case errors.Is(err, dlock.ErrNotObtained) && waited:
-		r.inform("the lock on %q is still held by another holder after waiting %v; not running %s", r.key, r.wait, r.commandLine())
+		r.inform("waited %v, and the lock on %q is still %s; not running %s", r.wait, r.key, r.busy(), r.commandLine())
 		return nil, r.conflictCode
 	case errors.Is(err, dlock.ErrNotObtained):
-		r.inform("the lock on %q is held by another holder; not running %s", r.key, r.commandLine())
+		r.inform("the lock on %q is %s; not running %s", r.key, r.busy(), r.commandLine())
 		return nil, r.conflictCode
 	case errors.Is(err, dlock.ErrWrongType):
 		r.errorf("the key %q holds another type of Redis value, not a lock; give --key another name", r.key)
@@ -53,18 +54,39 @@ func (r *runner) obtain(ctx context.Context, rdb *redis.Client, locker *dlock.Cl
 	return nil, exitUnavailable
 }
 
+// obtainOptions are the options of every attempt: the lock is renewed
+// automatically, and with --fair waits its turn.
+func (r *runner) obtainOptions() []dlock.ObtainOption {
+	opts := []dlock.ObtainOption{dlock.WithAutoRenew(true)}
+	if r.fair {
+		opts = append(opts, dlock.WithFair())
+	}
+	return opts
+}
+
+// busy says why the lock was not obtained, for messages.
+func (r *runner) busy() string {
+	if r.fair {
+		return "held by another holder, or earlier --fair waiters go first"
+	}
+	return "held by another holder"
+}
+
 // waitFor waits for the lock until deadline. On a terminal it shows how long
 // the holder and the wait have left, in one line redrawn in place.
 func (r *runner) waitFor(ctx context.Context, rdb *redis.Client, locker *dlock.Client, deadline time.Time) (*dlock.Lock, error) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	if r.tty {
+	switch {
+	case r.tty:
 		stop := showWait(ctx, rdb, r.key, deadline, r.stderr)
 		defer stop()
-	} else {
+	case r.fair:
+		r.logf("the lock on %q is %s; waiting up to %v, in arrival order", r.key, r.busy(), r.wait)
+	default:
 		r.logf("the lock on %q is held by another holder; waiting up to %v", r.key, r.wait)
 	}
-	return locker.Obtain(ctx, r.key, r.ttl)
+	return locker.Obtain(ctx, r.key, r.ttl, r.obtainOptions()...)
 }
 
 // showWait starts redrawing, every waitRedraw until stop is called, a line
