@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/redistest"
 )
 
 // nightlyReport runs the report on one instance only: whoever takes the
@@ -228,4 +229,67 @@ func ExampleWithFair() {
 	// first
 	// second
 	// third
+}
+
+// refillCache rebuilds the product cache on one instance at a time, however
+// long it takes. (The README shows this function.)
+func refillCache(ctx context.Context, locker *dlock.Client) error {
+	return locker.Do(ctx, "cache:products", 10*time.Second, func(ctx context.Context) error {
+		lock, _ := dlock.LockFromContext(ctx)
+		return rebuildCache(ctx, lock.Fence()) // ctx ends, cause dlock.ErrLockLost, if the lock is lost
+	})
+}
+
+func rebuildCache(ctx context.Context, fence int64) error {
+	fmt.Println("rebuilding the cache with fence > 0:", fence > 0)
+	return ctx.Err()
+}
+
+// Do renews the lock while the function runs and cancels its context if
+// the lock is lost.
+func ExampleLockFromContext() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+
+	if err := refillCache(context.Background(), locker); err != nil {
+		fmt.Println(err)
+	}
+	// Output: rebuilding the cache with fence > 0: true
+}
+
+// A Redlock keeps each lock on a majority of independent Redis servers.
+func ExampleNewRedlock() {
+	var addrs []string
+	for range 3 {
+		srv, stop, err := redistest.Start()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer stop()
+		addrs = append(addrs, srv.Addr())
+	}
+	node1 := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	node2 := redis.NewClient(&redis.Options{Addr: addrs[1]})
+	node3 := redis.NewClient(&redis.Options{Addr: addrs[2]})
+	defer node1.Close()
+	defer node2.Close()
+	defer node3.Close()
+
+	locker, err := dlock.NewRedlock([]redis.UniversalClient{node1, node2, node3})
+	if err != nil {
+		return // no nodes, a nil one, or the same one twice
+	}
+	defer locker.Close()
+
+	lock, err := locker.Obtain(context.Background(), "job:nightly-report", time.Minute)
+	if err != nil {
+		fmt.Println(err) // a *dlock.QuorumError says how the nodes voted
+		return
+	}
+	fmt.Println("held on a quorum, fence > 0:", lock.Fence() > 0)
+	lock.Release(context.Background())
+	// Output: held on a quorum, fence > 0: true
 }
