@@ -274,8 +274,9 @@ func (c *Client) releaseInBackground(keys []string, token any, ttl time.Duration
 }
 
 // releaseLate releases a lock whose acquire may have landed although its
-// caller did not get it: the reply was lost, or the caller's context ended
-// first. It runs in a goroutine the Client tracks. The release only deletes the
+// caller did not get it (the reply was lost, or the caller's context ended
+// first), a lost lock that Redis may still hold, or a fair waiter's place.
+// It runs in a goroutine the Client tracks. The release only deletes the
 // key if it still holds token, so it never touches anyone else's lock.
 // Trying for longer than the lock lives is pointless, so ttl bounds it.
 func (c *Client) releaseLate(keys []string, token any, ttl time.Duration) {
@@ -286,7 +287,7 @@ func (c *Client) releaseLate(keys []string, token any, ttl time.Duration) {
 		o.kind = opLeave // also leave the queue
 	}
 	if _, err := c.run(ctx, o); err != nil {
-		c.logger.Warn("dlock: could not release a lock whose acquire reply was lost; it expires by itself",
+		c.logger.Warn("dlock: could not release a lock in the background; it expires by itself",
 			"key", quoteKey(keys[0]), "ttl", ttl, "error", err)
 	}
 }

@@ -151,6 +151,9 @@ func (n *node) eval(ctx context.Context, s *script, keys []string, args ...any) 
 // neverSent reports whether err is a failure to connect: the command never
 // reached Redis, so it is safe to send again.
 func neverSent(err error) bool {
+	if err == nil {
+		return false // without the allocation of errors.As
+	}
 	var netErr *net.OpError
 	return errors.As(err, &netErr) && netErr.Op == "dial"
 }
