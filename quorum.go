@@ -137,6 +137,11 @@ func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
 		return yes >= q.need || len(votes)-no < q.need
 	})
 	r, err := q.raiseFence(o, votes, sent)
+	if err != nil && ctx.Err() != nil {
+		// The round was cut short by the context: say so, so that Obtain
+		// reports a lock it found held at its last full attempt as such.
+		err = fmt.Errorf("%w: %w", err, contextError(ctx))
+	}
 	switch {
 	case r.code != acquired && slices.ContainsFunc(votes, mayHold):
 		q.releaseAfter(wg, o)
@@ -160,19 +165,19 @@ func (q *quorum) watchStragglers(l *Lock, wg *sync.WaitGroup, late <-chan answer
 		defer q.c.wg.Done()
 		wg.Wait()
 		granted := make([]bool, len(q.nodes))
-		any := false
+		found := false
 	drain:
 		for {
 			select {
 			case a := <-late:
 				if a.v.err == nil && a.v.r.code == acquired {
-					granted[a.i], any = true, true
+					granted[a.i], found = true, true
 				}
 			default:
 				break drain
 			}
 		}
-		if !any {
+		if !found {
 			return
 		}
 		context.AfterFunc(l.lifetime(), func() {
@@ -268,7 +273,16 @@ func (f *fenceRaise) run(ctx context.Context) bool {
 // QuorumError when too many failed to answer.
 func (q *quorum) lose(o op, votes []vote, yes, failed int) (reply, error) {
 	others, _ := count(votes, held)
-	if len(votes)-failed >= q.need { // enough answers: another holder has it
+	errored := 0 // answered with an error; the rest of failed had not answered yet
+	for _, v := range votes {
+		if v.answered && v.err != nil {
+			errored++
+		}
+	}
+	// Another holder has it, unless the nodes that failed are too many for
+	// any quorum: then it is a failure, and Obtain stops. Nodes that had
+	// not answered when the round was decided count for neither.
+	if others > 0 && errored <= len(votes)-q.need || len(votes)-failed >= q.need {
 		var pttl int64 = -1
 		for _, v := range votes {
 			if v.answered && v.err == nil && v.r.code == held && v.r.value >= 0 && (pttl < 0 || v.r.value < pttl) {
@@ -488,7 +502,7 @@ func (q *quorum) error(o op, summary string, votes []vote) error {
 	for i, v := range votes {
 		switch {
 		case !v.answered:
-			e.Errs = append(e.Errs, q.nodes[i].wrap(o.kind.String(), o.key(), fmt.Errorf("no answer within %v", q.timeout)))
+			e.Errs = append(e.Errs, q.nodes[i].wrap(o.kind.String(), o.key(), fmt.Errorf("no answer in time (node timeout %v)", q.timeout)))
 		case v.err != nil:
 			e.Errs = append(e.Errs, v.err)
 		}

@@ -402,3 +402,26 @@ func TestRedlockWakeOnRelease(t *testing.T) {
 		t.Errorf("the waiter got the lock %v after the release, want it woken by the release", at.Sub(released))
 	}
 }
+
+// With a node down, a lock held by another is "held", not a failure:
+// Obtain waits for it, and gets it once it is released.
+func TestRedlockHeldWithNodeDown(t *testing.T) {
+	t.Parallel()
+	e := setupQuorum(t, 3)
+	key := testKey(t)
+	holder, err := e.locker.TryObtain(context.Background(), key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srvs[0].Kill()
+	other := newRedlock(t, e.rdbs, dlock.WithNodeTimeout(time.Second))
+	if _, err := other.TryObtain(context.Background(), key, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
+		t.Fatalf("TryObtain with a node down while held = %v, want ErrNotObtained", err)
+	}
+	time.AfterFunc(100*time.Millisecond, func() { _ = holder.Release(context.Background()) })
+	lock, err := other.Obtain(timeout(t, 5*time.Second), key, time.Minute)
+	if err != nil {
+		t.Fatalf("Obtain with a node down, released meanwhile: %v", err)
+	}
+	_ = lock.Release(context.Background())
+}

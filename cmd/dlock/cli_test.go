@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/dlock-go/dlock/redistest"
 )
 
 func TestUsage(t *testing.T) {
@@ -23,6 +25,8 @@ func TestUsage(t *testing.T) {
 		{name: "help demo", args: []string{"help", "demo"}, code: exitOK, stdout: "Usage: dlock demo", emptyOther: true},
 		{name: "version", args: []string{"--version"}, code: exitOK, stdout: "dlock ", emptyOther: true},
 		{name: "demo help", args: []string{"demo", "--help"}, code: exitOK, stdout: "-redis URL", emptyOther: true},
+		{name: "demo help redlock", args: []string{"demo", "--help"}, code: exitOK, stdout: "always runs on five embedded nodes", emptyOther: true},
+		{name: "status help quorum", args: []string{"status", "--help"}, code: exitOK, stdout: "given 3 or 5 times, the independent servers of a Redlock quorum", emptyOther: true},
 		{name: "demo unknown flag", args: []string{"demo", "--frob"}, code: exitUsage, stderr: "flag provided but not defined: -frob"},
 		{name: "demo extra arg", args: []string{"demo", "now"}, code: exitUsage, stderr: `unexpected argument "now"`},
 		{name: "demo bad timeout", args: []string{"demo", "--timeout", "0s"}, code: exitUsage, stderr: "--timeout must be positive"},
@@ -97,6 +101,34 @@ func TestPasswordNotPrinted(t *testing.T) {
 		_, stdout, stderr := runCLI(t, args("--redis", urls[0], "--redis", urls[1])...)
 		if strings.Contains(stdout+stderr, "s3cret") {
 			t.Errorf("%s with two --redis printed the password:\n%s%s", verb, stdout, stderr)
+		}
+	}
+
+	// Redlock quorums, on servers that need a password: too few nodes
+	// answer, or enough do and the others are warned about, one of them
+	// for a wrong password.
+	srvs := redistest.NewServers(t, 2, redistest.WithArgs("--requirepass", "s3cret"))
+	up := func(s *redistest.Server) string { return "redis://default:s3cret@" + s.Addr() + "/0" }
+	quorums := [][]string{
+		{up(srvs[0]), urls[0], urls[1]},
+		{up(srvs[0]), up(srvs[1]), urls[0]},
+		{up(srvs[0]), "redis://default:wr0ng@" + srvs[1].Addr() + "/0", urls[0]},
+		{up(srvs[0]), up(srvs[1]), "redis://default:s3cret@" + srvs[1].Addr() + "/1"}, // the same server twice
+		{up(srvs[0]), up(srvs[1]), "rediss://default:s3cret@127.0.0.1:1/0"},
+	}
+	for verb, args := range verbs {
+		if verb == "demo" {
+			continue
+		}
+		for _, quorum := range quorums {
+			var flags []string
+			for _, url := range quorum {
+				flags = append(flags, "--redis", url)
+			}
+			code, stdout, stderr := runCLI(t, args(flags...)...)
+			if strings.Contains(stdout+stderr, "s3cret") || strings.Contains(stdout+stderr, "wr0ng") {
+				t.Errorf("%s on a quorum printed a password (exit status %d):\nstdout: %s\nstderr: %s", verb, code, stdout, stderr)
+			}
 		}
 	}
 }

@@ -13,8 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Where a verb finds its Redis server, and the first contact with it. The
-// verbs share this, so that a URL is parsed, redacted and checked one way.
+// Where a verb finds its Redis server, or the nodes of its Redlock quorum,
+// and the first contact with them. The verbs share this, so that a URL is
+// parsed, redacted and checked one way.
 
 // The environment variables of the verbs that take --redis.
 const (
@@ -26,7 +27,7 @@ const (
 // names one.
 const defaultRedisURL = "redis://127.0.0.1:6379/0"
 
-// A redisServer is the Redis server a verb talks to, as the user named it.
+// A redisServer is a Redis server a verb talks to, as the user named it.
 type redisServer struct {
 	opts  *redis.Options
 	shown string // its URL without password, query or fragment: fit to print
@@ -44,11 +45,18 @@ type redisURLs []string
 func (u *redisURLs) String() string     { return "" } // no default to show, and never a password
 func (u *redisURLs) Set(s string) error { *u = append(*u, s); return nil }
 
-// pickRedis returns the server named by the --redis flags, else by
-// DLOCK_REDIS, else the default, with the password from DLOCK_REDIS_PASSWORD
-// if the URL has none. Its errors are usage errors and never include a
-// password. getenv is os.Getenv, or a stand-in in tests.
-func pickRedis(flags []string, getenv func(string) string) (redisServer, error) {
+// redisFlagUsage is the help of the --redis flag of the verbs that take
+// several.
+const redisFlagUsage = "the Redis server at `URL`, redis://[user:password@]host:port[/db], or rediss://... for TLS;\n" +
+	"given 3 or 5 times, the independent servers of a Redlock quorum\n(default $" + envRedis + ", else " + defaultRedisURL + ")"
+
+// pickRedis returns the servers named by the --redis flags, else by
+// DLOCK_REDIS, else the default, each with the password from
+// DLOCK_REDIS_PASSWORD if its URL has none. Several servers are the nodes
+// of a Redlock quorum, and must be distinct. Its errors are usage errors
+// and never include a password. getenv is os.Getenv, or a stand-in in
+// tests.
+func pickRedis(flags []string, getenv func(string) string) ([]redisServer, error) {
 	urls, from := flags, "--redis"
 	if len(urls) == 0 {
 		from = envRedis
@@ -58,25 +66,39 @@ func pickRedis(flags []string, getenv func(string) string) (redisServer, error) 
 			}
 		}
 	}
-	switch {
-	case len(urls) == 0:
+	if len(urls) == 0 {
 		urls, from = []string{defaultRedisURL}, ""
-	case len(urls) > 1 && from == envRedis:
-		return redisServer{}, fmt.Errorf("dlock: several URLs in %s make a Redlock quorum, which this version of dlock does not support yet", envRedis)
-	case len(urls) > 1:
-		return redisServer{}, errors.New("dlock: several --redis URLs make a Redlock quorum, which this version of dlock does not support yet")
 	}
-	opts, shown, err := parseRedisURL(urls[0], cmp.Or(from, "--redis"))
-	if err != nil {
-		return redisServer{}, fmt.Errorf("dlock: %w", err)
-	}
-	srv := redisServer{opts: opts, shown: shown, from: from}
-	if opts.Password == "" {
-		if pw := getenv(envRedisPassword); pw != "" {
-			opts.Password, srv.passwordFromEnv = pw, true
+	var srvs []redisServer
+	seen := map[string]redisServer{} // by network address
+	for _, raw := range urls {
+		opts, shown, err := parseRedisURL(raw, cmp.Or(from, "--redis"))
+		if err != nil {
+			return nil, fmt.Errorf("dlock: %w", err)
 		}
+		srv := redisServer{opts: opts, shown: shown, from: from}
+		if opts.Password == "" {
+			if pw := getenv(envRedisPassword); pw != "" {
+				opts.Password, srv.passwordFromEnv = pw, true
+			}
+		}
+		addr := cmp.Or(opts.Network, "tcp") + " " + opts.Addr
+		if other, dup := seen[addr]; dup {
+			return nil, duplicateError(other, srv)
+		}
+		seen[addr] = srv
+		srvs = append(srvs, srv)
 	}
-	return srv, nil
+	return srvs, nil
+}
+
+// duplicateError is the usage error for two URLs of one server.
+func duplicateError(first, second redisServer) error {
+	const why = "the nodes of a Redlock quorum must be distinct, independent servers"
+	if first.shown == second.shown {
+		return fmt.Errorf("dlock: %s %s is given twice; %s", first.from, first.shown, why)
+	}
+	return fmt.Errorf("dlock: %s %s and %s are the same server; %s", first.from, first.shown, second.shown, why)
 }
 
 // parseRedisURL parses a Redis URL as redis.ParseURL does, and returns it
@@ -108,18 +130,27 @@ func parseRedisURL(raw, source string) (opts *redis.Options, redacted string, er
 // connect returns a client of srv once the server has answered a PING within
 // timeout. The caller closes the client.
 func connect(ctx context.Context, srv redisServer, timeout time.Duration) (*redis.Client, error) {
-	pingCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := dial(pingCtx, srv.opts.Network, srv.opts.Addr); err != nil {
+	rdb, err := ping(ctx, srv, timeout)
+	if err != nil {
 		return nil, srv.pingError(err)
 	}
+	return rdb, nil
+}
+
+// ping is connect, with the error as it came.
+func ping(ctx context.Context, srv redisServer, timeout time.Duration) (*redis.Client, error) {
+	pingCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	if srv.opts.DialTimeout == 0 { // not set in the URL
 		srv.opts.DialTimeout = timeout
+	}
+	if err := dial(pingCtx, srv.opts.Network, srv.opts.Addr); err != nil {
+		return nil, err
 	}
 	rdb := redis.NewClient(srv.opts)
 	if err := rdb.Ping(pingCtx).Err(); err != nil {
 		rdb.Close()
-		return nil, srv.pingError(err)
+		return nil, err
 	}
 	return rdb, nil
 }
@@ -127,6 +158,16 @@ func connect(ctx context.Context, srv redisServer, timeout time.Duration) (*redi
 // pingError says what the first contact with Redis failing means, and what
 // to do about it.
 func (srv redisServer) pingError(err error) error {
+	problem, advice := srv.pingProblem(err)
+	if advice == "" {
+		return errors.New("dlock: " + problem)
+	}
+	return errors.New("dlock: " + problem + "; " + advice)
+}
+
+// pingProblem is pingError in two parts: what went wrong, and what to do
+// about it, if anything.
+func (srv redisServer) pingProblem(err error) (problem, advice string) {
 	msg := strings.TrimSuffix(err.Error(), ".")
 	var reply redis.Error
 	switch {
@@ -135,20 +176,21 @@ func (srv redisServer) pingError(err error) error {
 		if srv.passwordFromEnv {
 			where = "in the URL and " + envRedisPassword
 		}
-		return fmt.Errorf("dlock: redis at %s refused: %s; check the user and password %s", srv.shown, msg, where)
+		return fmt.Sprintf("redis at %s refused: %s", srv.shown, msg), "check the user and password " + where
 	case errors.As(err, &reply):
-		return fmt.Errorf("dlock: redis at %s answered PING with an error: %s", srv.shown, msg)
+		return fmt.Sprintf("redis at %s answered PING with an error: %s", srv.shown, msg), ""
 	}
-	advice := "is redis-server running, and is " + srv.from + " right?"
+	advice = "is redis-server running, and is " + srv.from + " right?"
 	if srv.from == "" {
 		advice = "is redis-server running? If it runs elsewhere, say where with --redis or " + envRedis
 	}
-	return fmt.Errorf("dlock: cannot reach redis at %s: %s; %s", srv.shown, msg, advice)
+	return fmt.Sprintf("cannot reach redis at %s: %s", srv.shown, msg), advice
 }
 
 // dial connects to a server and hangs up. connect calls it first, so that a
-// server that cannot be reached gets one clear error: go-redis would also
-// log each failed dial of its connection pool on stderr, several times.
+// server that cannot be reached gets one clear error at once: go-redis
+// would dial several times, with pauses between, and log each failure (see
+// quietRedis).
 func dial(ctx context.Context, network, addr string) error {
 	if network == "" {
 		network = "tcp"
@@ -159,4 +201,20 @@ func dial(ctx context.Context, network, addr string) error {
 		return err
 	}
 	return conn.Close()
+}
+
+// severalURLs names the URLs of a quorum as the user gave them, for
+// messages: "several --redis URLs" or "several URLs in DLOCK_REDIS".
+func severalURLs(srvs []redisServer) string {
+	if srvs[0].from == envRedis {
+		return "several URLs in " + envRedis
+	}
+	return "several --redis URLs"
+}
+
+// closeAll closes the clients of rdbs.
+func closeAll(rdbs []*redis.Client) {
+	for _, rdb := range rdbs {
+		rdb.Close()
+	}
 }

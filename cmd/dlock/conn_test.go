@@ -5,14 +5,14 @@ import (
 	"testing"
 )
 
-// TestPickRedis checks where the run verb finds its server and password.
+// TestPickRedis checks where the verbs find their servers and passwords.
 func TestPickRedis(t *testing.T) {
 	tests := []struct {
 		name        string
 		flags       []string
 		env         map[string]string
-		addr, shown string
-		password    string
+		addr, shown string // of each server, comma-separated
+		password    string // of each server
 		err         string // a part of the error, if one is expected
 	}{
 		{name: "default", addr: "127.0.0.1:6379", shown: defaultRedisURL},
@@ -22,22 +22,39 @@ func TestPickRedis(t *testing.T) {
 		{name: "TLS", flags: []string{"rediss://u:pw@h:1"}, addr: "h:1", shown: "rediss://u:xxxxx@h:1", password: "pw"},
 		{name: "password from env", env: map[string]string{envRedis: "redis://e:2", envRedisPassword: "pw"}, addr: "e:2", shown: "redis://e:2", password: "pw"},
 		{name: "password in URL first", flags: []string{"redis://:url@h:1"}, env: map[string]string{envRedisPassword: "env"}, addr: "h:1", shown: "redis://:xxxxx@h:1", password: "url"},
-		{name: "several flags", flags: []string{"redis://a:1", "redis://b:1"}, err: "several --redis URLs"},
-		{name: "several in env", env: map[string]string{envRedis: "redis://a:1,redis://b:1"}, err: "several URLs in DLOCK_REDIS"},
+		{name: "quorum", flags: []string{"redis://a:1", "rediss://:pw@b:1/2", "redis://c:1"}, addr: "a:1,b:1,c:1",
+			shown: "redis://a:1,rediss://:xxxxx@b:1/2,redis://c:1", password: ",pw,"},
+		{name: "quorum in env", env: map[string]string{envRedis: "redis://a:1, redis://b:1,,redis://c:1", envRedisPassword: "pw"}, addr: "a:1,b:1,c:1",
+			shown: "redis://a:1,redis://b:1,redis://c:1", password: "pw,pw,pw"},
+		{name: "quorum, a password in a URL", env: map[string]string{envRedis: "redis://a:1,redis://:url@b:1", envRedisPassword: "env"}, addr: "a:1,b:1",
+			shown: "redis://a:1,redis://:xxxxx@b:1", password: "env,url"},
+		{name: "twice", flags: []string{"redis://a:1", "redis://:s3cret@b:1", "redis://:s3cret@b:1"},
+			err: "dlock: --redis redis://:xxxxx@b:1 is given twice; the nodes of a Redlock quorum must be distinct, independent servers"},
+		{name: "same server", env: map[string]string{envRedis: "redis://a:1/0,redis://a:1/1"},
+			err: "dlock: DLOCK_REDIS redis://a:1/0 and redis://a:1/1 are the same server; "},
+		{name: "same default port", flags: []string{"redis://a", "redis://a:6379"}, err: "are the same server"},
+		{name: "bad in quorum", flags: []string{"redis://a:1", "redis://b:1/x"}, err: "bad --redis URL redis://b:1/x: "},
 		{name: "bad in env", env: map[string]string{envRedis: "tcp://a:1"}, err: "bad DLOCK_REDIS URL tcp://a:1: "},
 	}
 	for _, tt := range tests {
-		srv, err := pickRedis(tt.flags, func(name string) string { return tt.env[name] })
+		srvs, err := pickRedis(tt.flags, func(name string) string { return tt.env[name] })
+		var addr, shown, password []string
+		for _, srv := range srvs {
+			addr, shown, password = append(addr, srv.opts.Addr), append(shown, srv.shown), append(password, srv.opts.Password)
+		}
 		switch {
 		case tt.err != "":
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.err)
 			}
+			if err != nil && strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("%s: the error has the password: %v", tt.name, err)
+			}
 		case err != nil:
 			t.Errorf("%s: %v", tt.name, err)
-		case srv.opts.Addr != tt.addr || srv.shown != tt.shown || srv.opts.Password != tt.password:
+		case strings.Join(addr, ",") != tt.addr || strings.Join(shown, ",") != tt.shown || strings.Join(password, ",") != tt.password:
 			t.Errorf("%s: addr %q, shown %q, password %q; want %q, %q, %q",
-				tt.name, srv.opts.Addr, srv.shown, srv.opts.Password, tt.addr, tt.shown, tt.password)
+				tt.name, addr, shown, password, tt.addr, tt.shown, tt.password)
 		}
 	}
 }

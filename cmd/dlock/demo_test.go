@@ -25,8 +25,11 @@ func checkDemoOK(t *testing.T, code int, stdout, stderr string) {
 			t.Errorf("output does not mention case %q", name)
 		}
 	}
-	if n := strings.Count(stdout, "  ok: "); n != 6 {
-		t.Errorf("%d invariants reported ok, want 6", n)
+	if n := strings.Count(stdout, "  ok: "); n != 7 {
+		t.Errorf("%d invariants reported ok, want 7", n)
+	}
+	if !strings.Contains(stdout, "redlock, 5 nodes    A's lock on 5 embedded nodes; ") {
+		t.Errorf("the redlock case does not say it runs on embedded nodes")
 	}
 	if !strings.Contains(stdout, "all invariants hold") || strings.Contains(stdout, "BROKEN") {
 		t.Errorf("output does not say that all invariants hold")
@@ -194,5 +197,62 @@ func TestDemoLostLock(t *testing.T) {
 			t.Errorf("%s: lost lock: %q, %q, error %v", name, r.happened, r.invariant, r.err)
 		}
 		t.Logf("%s: %s", name, strings.ReplaceAll(r.happened, "\n", " "))
+	}
+}
+
+// TestDemoRedlock runs the case of a lock on a quorum of five embedded
+// nodes: it survives two nodes dying, renewed, and B never gets it; after a
+// third, A is told it is lost and B's attempt fails with a QuorumError.
+func TestDemoRedlock(t *testing.T) {
+	t.Parallel()
+	r := redlockQuorum(t.Context(), &demo{prefix: "dlock-demo:" + t.Name() + ":"}) // it needs no other Redis
+	if !r.ok || r.err != nil || !strings.Contains(r.happened, "on the 3 left for 1.5s, B tried ") ||
+		!strings.Contains(r.happened, " times: never got in;\na 3rd dies: A told the lock is lost ") ||
+		!strings.Contains(r.happened, "\nB's attempt: ") || !strings.Contains(r.happened, " nodes granted the lock, 3 needed;") {
+		t.Errorf("redlock: %q, %q, error %v", r.happened, r.invariant, r.err)
+	}
+	t.Log(strings.ReplaceAll(r.happened, "\n", " "))
+}
+
+// TestDemoRedlockVerdict checks that the redlock case reports what breaks
+// its invariant.
+func TestDemoRedlockVerdict(t *testing.T) {
+	quorumErr := func() error {
+		nodes, err := startQuorumNodes(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nodes.close()
+		locker, err := newLocker(nodes.rdbs, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer locker.Close()
+		nodes.kill(0)
+		nodes.kill(1)
+		_, err = locker.TryObtain(t.Context(), "k", time.Second)
+		return err
+	}()
+	tests := []struct {
+		name      string
+		b         quorumProbe
+		aTTL      time.Duration
+		aErr      error
+		lost      error
+		lostAfter time.Duration
+		bErr      error
+		want      string // in the invariant; "" if it holds
+	}{
+		{"holds", quorumProbe{tries: 30}, time.Second, nil, dlock.ErrLockLost, 300 * time.Millisecond, quorumErr, ""},
+		{"B got in", quorumProbe{tries: 30, got: 1}, time.Second, nil, dlock.ErrLockLost, 300 * time.Millisecond, quorumErr, "B took the lock 1 times"},
+		{"A not renewed", quorumProbe{tries: 30}, 0, dlock.ErrNotHeld, dlock.ErrLockLost, 300 * time.Millisecond, quorumErr, "A's lock was not held on a quorum"},
+		{"A not told", quorumProbe{tries: 30}, time.Second, nil, nil, -1, quorumErr, "A was not told"},
+		{"B obtained", quorumProbe{tries: 30}, time.Second, nil, dlock.ErrLockLost, 300 * time.Millisecond, nil, "want a QuorumError"},
+	}
+	for _, tt := range tests {
+		r := redlockVerdict(tt.b, tt.aTTL, tt.aErr, tt.lost, tt.lostAfter, tt.bErr)
+		if r.ok != (tt.want == "") || !strings.Contains(r.invariant, tt.want) {
+			t.Errorf("%s: ok %t, invariant %q; want it to contain %q", tt.name, r.ok, r.invariant, tt.want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/redis/go-redis/v9"
 )
 
 // tokenShown is how much of a holder's token status and list show: enough to
@@ -88,13 +89,10 @@ func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
 }
 
 // listLocks writes the locks that match pattern, as a table or a JSON array.
-func listLocks(ctx context.Context, w io.Writer, locker *dlock.Client, pattern string, asJSON bool) error {
-	var locks []dlock.LockInfo
-	for info, err := range locker.Scan(ctx, pattern) {
-		if err != nil {
-			return err
-		}
-		locks = append(locks, info)
+func listLocks(ctx context.Context, w io.Writer, t target, pattern string, asJSON bool) error {
+	locks, err := scanLocks(ctx, t, pattern)
+	if err != nil {
+		return err
 	}
 	if asJSON {
 		out := make([]lockJSON, 0, len(locks))
@@ -135,8 +133,8 @@ func forceRelease(ctx context.Context, w io.Writer, locker *dlock.Client, key st
 	return err
 }
 
-// The verbs status, list and release share their flags: where Redis is,
-// --json, and a time limit.
+// The verbs status, list, release and check share their flags: where
+// Redis is, --json, and a time limit.
 type inspectFlags struct {
 	urls    redisURLs
 	asJSON  bool
@@ -144,30 +142,50 @@ type inspectFlags struct {
 }
 
 func (f *inspectFlags) register(fs *flag.FlagSet) {
-	fs.Var(&f.urls, "redis", "the Redis server at `URL`, redis://[user:password@]host:port[/db], or rediss://... for TLS\n(default $"+envRedis+", else "+defaultRedisURL+")")
+	fs.Var(&f.urls, "redis", redisFlagUsage)
 	fs.BoolVar(&f.asJSON, "json", false, "print JSON, for scripts")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "give up if Redis has not answered within this long")
 }
 
-// do connects to the server the flags name, runs fn with a Client on it, all
+// A target is what the verbs status, list, release and check act on: a
+// Client on the server, or on the Redlock quorum, that the flags name, and
+// a go-redis client of each node.
+type target struct {
+	locker *dlock.Client
+	nodes  []*redis.Client
+	down   []nodeDown // the nodes of a quorum that did not answer at the start
+}
+
+// do connects to the server or quorum the flags name, runs fn on it, all
 // within the --timeout, and returns the exit status: errors are printed.
-func (f *inspectFlags) do(ctx context.Context, stderr io.Writer, fn func(context.Context, *dlock.Client) error) int {
-	srv, err := pickRedis(f.urls, os.Getenv)
+// A quorum is used when a quorum of its nodes answered; the others are
+// warned about on stderr, unless fn does that itself (quiet).
+func (f *inspectFlags) do(ctx context.Context, stderr io.Writer, quiet bool, fn func(context.Context, target) error) int {
+	srvs, err := pickRedis(f.urls, os.Getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	rdb, err := connect(ctx, srv, f.timeout)
+	rdbs, down, err := connectAll(ctx, srvs, f.timeout)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUnavailable
 	}
-	defer rdb.Close()
-	locker := dlock.New(rdb)
+	defer closeAll(rdbs)
+	if !quiet {
+		for _, d := range down {
+			fmt.Fprintln(stderr, "dlock: "+downWarning(d, len(rdbs), len(down)))
+		}
+	}
+	locker, err := newLocker(rdbs, min(time.Second, f.timeout))
+	if err != nil { // the URLs were checked: cannot happen
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
 	defer locker.Close()
-	return finish(fn(ctx, locker), stderr)
+	return finish(fn(ctx, target{locker: locker, nodes: rdbs, down: down}), stderr)
 }
 
 // parseKeyAndFlags parses a verb's command line of one KEY with flags before
@@ -212,14 +230,16 @@ token handed out for it, the start of its holder's token (never all of it:
 whoever knows the token can release the lock), and how many fair waiters
 (dlock run --fair) queue for it; waiters without --fair leave no trace in
 Redis and are not counted. Exits 0 whether or not the lock is held; --json
-says which, for scripts.`)
+says which, for scripts. On a Redlock quorum (several --redis), the lock is
+held when a majority of the servers hold it with the same token; the ttl
+shown is the least among them.`)
 	f.register(fs)
 	key, code, done := parseKeyAndFlags(fs, args, stdout, stderr)
 	if done {
 		return code
 	}
-	return f.do(ctx, stderr, func(ctx context.Context, locker *dlock.Client) error {
-		info, err := locker.Inspect(ctx, key)
+	return f.do(ctx, stderr, false, func(ctx context.Context, t target) error {
+		info, err := t.locker.Inspect(ctx, key)
 		if err != nil {
 			return err
 		}
@@ -235,14 +255,15 @@ to live, fence, the start of their holder's token and their number of fair
 waiters. It walks the keyspace with SCAN (never KEYS, which would block
 Redis), on every primary of a Cluster; locks taken or released meanwhile
 may be missed. Locks taken by other clients with a plain SET NX are not
-listed.`)
+listed. On a Redlock quorum (several --redis), it scans every server that
+answers, and lists the locks that a majority of them hold.`)
 	f.register(fs)
 	match := fs.String("match", "*", "list only the locks whose key matches this Redis glob `PATTERN`, as in 'job:*'")
 	if code, done := parseFlags(fs, args, 0, stdout, stderr); done {
 		return code
 	}
-	return f.do(ctx, stderr, func(ctx context.Context, locker *dlock.Client) error {
-		return listLocks(ctx, stdout, locker, *match, f.asJSON)
+	return f.do(ctx, stderr, false, func(ctx context.Context, t target) error {
+		return listLocks(ctx, stdout, t, *match, f.asJSON)
 	})
 }
 
@@ -252,7 +273,8 @@ func runRelease(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 Deletes the lock KEY whoever holds it, and wakes its waiters. Use it for a
 lock whose holder is gone for good: a holder that is still running is not
 told, and shares what the lock protected with the next holder until it
-next renews. It refuses to act without --force.`)
+next renews. It refuses to act without --force. On a Redlock quorum
+(several --redis), it deletes the lock on every server that answers.`)
 	f.register(fs)
 	force := fs.Bool("force", false, "really delete the lock, whoever holds it")
 	key, code, done := parseKeyAndFlags(fs, args, stdout, stderr)
@@ -263,8 +285,8 @@ next renews. It refuses to act without --force.`)
 		fmt.Fprintf(stderr, "dlock release: this deletes the lock %q whoever holds it, and its holder may still be working;\nadd --force if that is what you want\n", key)
 		return exitUsage
 	}
-	return f.do(ctx, stderr, func(ctx context.Context, locker *dlock.Client) error {
-		return forceRelease(ctx, stdout, locker, key, f.asJSON)
+	return f.do(ctx, stderr, false, func(ctx context.Context, t target) error {
+		return forceRelease(ctx, stdout, t.locker, key, f.asJSON)
 	})
 }
 
@@ -275,14 +297,15 @@ Asks the Redis server (every primary of a Cluster) for settings that silently
 weaken locks: an eviction policy that may evict a held lock, no append-only
 file (a restart loses every lock), an append-only file not synced on every
 write. Exits 0 when it finds none, 1 when it warns. Settings that the user's
-ACL may not read are not checked.`)
+ACL may not read are not checked. On a Redlock quorum (several --redis),
+it checks each server, and warns about each one that cannot be reached.`)
 	f.register(fs)
 	if code, done := parseFlags(fs, args, 0, stdout, stderr); done {
 		return code
 	}
 	found := false
-	code := f.do(ctx, stderr, func(ctx context.Context, locker *dlock.Client) error {
-		warnings, err := locker.CheckDeployment(ctx)
+	code := f.do(ctx, stderr, true, func(ctx context.Context, t target) error {
+		warnings, err := checkTarget(ctx, t)
 		if err != nil {
 			return err
 		}

@@ -20,12 +20,18 @@
 //	        under a slow holder, a job longer than its lock's ttl, a worker
 //	        cut off from Redis) and check that each one's invariant holds
 //
+// The commands that take --redis take it several times (or DLOCK_REDIS
+// several comma-separated URLs) for a Redlock quorum of independent
+// servers: a lock is held while a majority of them hold it, and the
+// commands go on while a majority of them answer.
+//
 // Run "dlock <command> --help" for a command's flags and exit statuses.
 // A usage error exits with 64 (EX_USAGE). The run command exits with its
 // command's own status when that ran, 75 (EX_TEMPFAIL) when another holder
 // had the lock, 76 when the lock was lost while the command ran, and 69
 // (EX_UNAVAILABLE) when Redis could not be reached or failed, for every
-// command. The demo exits with 1 when an invariant broke.
+// command; on a quorum, when fewer than a majority of its servers answered.
+// The demo exits with 1 when an invariant broke.
 //
 // The command line is parsed with the standard library's flag package, one
 // FlagSet per command: a handful of verbs with a few flags each need no
@@ -34,8 +40,22 @@
 // bring shell completion and nested help, which dlock does not need yet.
 package main
 
-import "os"
+import (
+	"os"
+
+	"github.com/redis/go-redis/v9/logging"
+)
 
 func main() {
+	quietRedis()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// quietRedis stops go-redis from logging on stderr, which it does for each
+// failed dial of its connection pools: with a node of a Redlock quorum down,
+// several lines a second, in the mail cron sends. dlock says itself what
+// failed, in its errors, and with -v in the library's log, which names the
+// node of each failure. It sets go-redis's logger, which is the process's.
+func quietRedis() {
+	logging.Disable()
 }

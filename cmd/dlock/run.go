@@ -38,7 +38,14 @@ Give a quick job --min-hold: released at once, the lock would be free when
 a host whose clock is a little behind fires the same cron entry, and the job
 would run twice. In a crontab:
 
-  0 2 * * * dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report`
+  0 2 * * * dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report
+
+Several --redis URLs (three or five independent servers, none a replica of
+another) make a Redlock quorum: the lock is obtained when a majority of the
+servers grant it, renewed while a majority still hold it, and lost when
+they no longer do, so it outlives a minority of them failing. dlock goes on
+while a majority of them answer (on a terminal or with -v, it warns about
+the others), and exits 69 when they do not. --fair needs a single server.`
 
 const runNotes = `COMMAND's environment is dlock's, plus:
   DLOCK_KEY    the lock's key
@@ -46,8 +53,9 @@ const runNotes = `COMMAND's environment is dlock's, plus:
   DLOCK_FENCE  the fencing token: larger than that of every earlier holder of the key
 
 Environment:
-  DLOCK_REDIS           the Redis URL, when no --redis is given
-  DLOCK_REDIS_PASSWORD  the password, when the URL has none
+  DLOCK_REDIS           the Redis URL, when no --redis is given; several, comma-separated,
+                        for a Redlock quorum
+  DLOCK_REDIS_PASSWORD  the password, when the URL has none (each URL, on a quorum)
 
 Exit status:
   COMMAND's  when it ran: its own, 128+N if signal N killed it,
@@ -55,8 +63,10 @@ Exit status:
   75         the lock was not obtained: another holder has it, or earlier --fair
              waiters go first (--conflict-exit-code)
   76         the lock was lost while COMMAND ran, and COMMAND was terminated
-  64         usage error: a bad flag, no --key, no -- before COMMAND, a bad URL
-  69         Redis could not be reached, or failed
+  64         usage error: a bad flag, no --key, no -- before COMMAND, a bad URL,
+             the same server twice, --fair with several URLs
+  69         Redis could not be reached, or failed; on a Redlock quorum, fewer
+             than a majority of its servers answered
   128+N      dlock got signal N before COMMAND started
 
 Without -v, dlock prints only errors, and, when stderr is a terminal, why
@@ -76,6 +86,15 @@ const (
 	redisTimeout = 3 * time.Second
 )
 
+// runNodeTimeout is how long a round of a Redlock quorum waits for one node
+// (dlock.WithNodeTimeout), for a lock of ttl: a tenth of it, between the
+// library's default and a second. A node that is down answers at once, with
+// an error; this is for one that hangs, and it comes off the validity of an
+// acquire or a renewal that waits for it.
+func runNodeTimeout(ttl time.Duration) time.Duration {
+	return min(max(ttl/10, dlock.DefaultNodeTimeout), time.Second)
+}
+
 // runConfig is what the command line of the run verb asks for.
 type runConfig struct {
 	key          string
@@ -86,7 +105,7 @@ type runConfig struct {
 	conflictCode int
 	fair         bool // wait in arrival order (dlock.WithFair)
 	verbose      bool
-	redis        redisServer
+	redis        []redisServer // one, or the nodes of a Redlock quorum
 	command      []string
 }
 
@@ -123,7 +142,7 @@ func parseRunArgs(args []string, getenv func(string) string, stdout, stderr io.W
 	fs.StringVar(&cfg.key, "key", "", "the lock's `KEY` in Redis (required): name the job, as in nightly-report")
 	fs.DurationVar(&cfg.ttl, "ttl", 30*time.Second, "the lock's time to live; it is renewed every third of it while COMMAND runs")
 	fs.DurationVar(&cfg.wait, "wait", 0, "how long to wait for the lock while another holder has it; 0 tries once")
-	fs.Var(&urls, "redis", "the Redis server at `URL`, redis://[user:password@]host:port[/db], or rediss://... for TLS\n(default $"+envRedis+", else "+defaultRedisURL+")")
+	fs.Var(&urls, "redis", redisFlagUsage)
 	fs.DurationVar(&cfg.minHold, "min-hold", 0, "keep the lock at least this long after obtaining it, even if COMMAND ends sooner,\nso that a host whose clock is behind finds it taken and does not run the job again")
 	fs.DurationVar(&cfg.grace, "grace", 10*time.Second, "after the lock is lost, how long COMMAND has between SIGTERM and SIGKILL")
 	fs.IntVar(&cfg.conflictCode, "conflict-exit-code", exitNotObtained, "the exit `status` when another holder has the lock")
@@ -142,6 +161,11 @@ func parseRunArgs(args []string, getenv func(string) string, stdout, stderr io.W
 	var err error
 	if cfg.redis, err = pickRedis(urls, getenv); err != nil {
 		fmt.Fprintln(stderr, err)
+		return cfg, exitUsage, true
+	}
+	if cfg.fair && len(cfg.redis) > 1 {
+		fmt.Fprintf(stderr, "dlock run: --fair needs a single Redis deployment: %s make a Redlock quorum,\n"+
+			"which has no arrival-order queue; drop --fair, or give one URL\n", severalURLs(cfg.redis))
 		return cfg, exitUsage, true
 	}
 	return cfg, exitOK, false
@@ -204,13 +228,15 @@ func (r *runner) run(ctx context.Context) int {
 	}
 	before, interrupted := cancelOnSignal(ctx, sigs) // until the command starts
 
-	if r.redis.opts.ReadTimeout == 0 && r.redis.opts.WriteTimeout == 0 { // not set in the URL
-		// An answer later than this is of no use to the renewal: a
-		// connection that hangs is given up in time for a retry.
-		r.redis.opts.ReadTimeout = min(redisTimeout, r.ttl/3)
-		r.redis.opts.WriteTimeout = r.redis.opts.ReadTimeout
+	for _, srv := range r.redis {
+		if srv.opts.ReadTimeout == 0 && srv.opts.WriteTimeout == 0 { // not set in the URL
+			// An answer later than this is of no use to the renewal: a
+			// connection that hangs is given up in time for a retry.
+			srv.opts.ReadTimeout = min(redisTimeout, r.ttl/3)
+			srv.opts.WriteTimeout = srv.opts.ReadTimeout
+		}
 	}
-	rdb, err := connect(before, r.redis, redisTimeout)
+	rdbs, down, err := connectAll(before, r.redis, redisTimeout)
 	if err != nil {
 		if sig := interrupted(); sig != nil {
 			return signalStatus(sig)
@@ -218,15 +244,22 @@ func (r *runner) run(ctx context.Context) int {
 		fmt.Fprintln(r.stderr, err)
 		return exitUnavailable
 	}
-	defer rdb.Close()
+	defer closeAll(rdbs)
+	for _, d := range down {
+		r.inform("%s", downWarning(d, len(rdbs), len(down)))
+	}
 	var opts []dlock.Option
 	if r.verbose {
 		opts = append(opts, dlock.WithLogger(slog.New(&lineHandler{w: r.stderr})))
 	}
-	locker := dlock.New(rdb, opts...)
-	defer locker.Close() // before rdb.Close: it waits for calls given up on
+	locker, err := newLocker(rdbs, runNodeTimeout(r.ttl), opts...)
+	if err != nil { // the URLs were checked: cannot happen
+		r.errorf("%s", errText(err))
+		return exitUsage
+	}
+	defer locker.Close() // before closeAll: it waits for calls given up on
 
-	lock, code := r.obtain(before, rdb, locker)
+	lock, code := r.obtain(before, locker)
 	obtained := time.Now()
 	sig := interrupted()
 	switch {
@@ -239,7 +272,7 @@ func (r *runner) run(ctx context.Context) int {
 	case lock == nil:
 		return code
 	}
-	return r.runLocked(ctx, held{lock, locker, rdb, obtained}, sigs)
+	return r.runLocked(ctx, held{lock, locker, rdbs, obtained}, sigs)
 }
 
 // cancelOnSignal returns a context that the first signal on sigs cancels,

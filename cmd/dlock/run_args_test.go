@@ -30,8 +30,15 @@ func TestRunUsage(t *testing.T) {
 		{"negative grace", []string{"run", "--grace", "-1s", "--key", "k", "--", "echo"}, exitUsage, "--grace must not be negative"},
 		{"exit code too large", []string{"run", "--conflict-exit-code", "256", "--key", "k", "--", "echo"}, exitUsage, "--conflict-exit-code must be from 0 to 255, not 256"},
 		{"bad URL", []string{"run", "--key", "k", "--redis", "http://x", "--", "echo"}, exitUsage, "dlock: bad --redis URL http://x: redis: invalid URL scheme: http; want redis://"},
-		{"several URLs", []string{"run", "--key", "k", "--redis", "redis://a:1", "--redis", "redis://b:2", "--", "echo"}, exitUsage,
-			"dlock: several --redis URLs make a Redlock quorum, which this version of dlock does not support yet\n"},
+		{"fair quorum", []string{"run", "--fair", "--key", "k", "--redis", "redis://a:1", "--redis", "redis://b:2", "--redis", "redis://c:3", "--", "echo"}, exitUsage,
+			"dlock run: --fair needs a single Redis deployment: several --redis URLs make a Redlock quorum,\nwhich has no arrival-order queue; drop --fair, or give one URL\n"},
+		{"URL twice", []string{"run", "--key", "k", "--redis", "redis://a:1", "--redis", "redis://b:2", "--redis", "redis://a:1", "--", "echo"}, exitUsage,
+			"dlock: --redis redis://a:1 is given twice; the nodes of a Redlock quorum must be distinct, independent servers\n"},
+		{"quorum unreachable", []string{"run", "--key", "k", "--redis", "redis://127.0.0.1:1/0", "--redis", "redis://127.0.0.1:2/0", "--", "echo"}, exitUnavailable,
+			"dlock: only 0 of the 2 Redis nodes answered, and a Redlock quorum needs 2:\n" +
+				"  cannot reach redis at redis://127.0.0.1:1/0: dial tcp 127.0.0.1:1: connect: connection refused\n" +
+				"  cannot reach redis at redis://127.0.0.1:2/0: dial tcp 127.0.0.1:2: connect: connection refused\n" +
+				"dlock: is redis-server running, and is --redis right?\n"},
 		{"unreachable", []string{"run", "--key", "k", "--redis", "redis://127.0.0.1:1/0", "--", "echo"}, exitUnavailable,
 			"dlock: cannot reach redis at redis://127.0.0.1:1/0: dial tcp 127.0.0.1:1: connect: connection refused; is redis-server running, and is --redis right?\n"},
 	}
@@ -58,6 +65,7 @@ func TestRunHelp(t *testing.T) {
 		"0 2 * * * dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report",
 		"-conflict-exit-code", "-fair", "-grace", "-key KEY", "-min-hold", "-redis URL", "-ttl", "-v", "-wait",
 		"lock in the order they arrived", "renewed every third of --ttl", "not those that succeed",
+		"Several --redis URLs", "make a Redlock quorum", "--fair needs a single server", "the same server twice",
 		"DLOCK_KEY", "DLOCK_TOKEN", "DLOCK_FENCE", "DLOCK_REDIS ", "DLOCK_REDIS_PASSWORD",
 		"\n  75 ", "\n  76 ", "\n  64 ", "\n  69 ", "128+N",
 	} {

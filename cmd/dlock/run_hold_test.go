@@ -60,7 +60,7 @@ func TestHoldUntil(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return held{lock, locker, rdb, time.Now()}
+		return held{lock, locker, []*redis.Client{rdb}, time.Now()}
 	}
 
 	h := obtain()

@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
-	"github.com/redis/go-redis/v9"
 )
 
 // waitRedraw is how often the line that shows a wait on a terminal is
@@ -20,14 +19,14 @@ const waitRedraw = 250 * time.Millisecond
 // attempt, and with --wait more until the wait is over. Without the lock it
 // returns the exit status, having said why. When ctx is cancelled (by a
 // signal) it says nothing: the caller knows.
-func (r *runner) obtain(ctx context.Context, rdb *redis.Client, locker *dlock.Client) (*dlock.Lock, int) {
+func (r *runner) obtain(ctx context.Context, locker *dlock.Client) (*dlock.Lock, int) {
 	start := time.Now()
 	tryCtx, cancel := context.WithTimeout(ctx, redisTimeout)
 	lock, err := locker.TryObtain(tryCtx, r.key, r.ttl, r.obtainOptions()...)
 	cancel()
 	waited := false
 	if errors.Is(err, dlock.ErrNotObtained) && r.wait > 0 && ctx.Err() == nil {
-		lock, err = r.waitFor(ctx, rdb, locker, start.Add(r.wait))
+		lock, err = r.waitFor(ctx, locker, start.Add(r.wait))
 		waited = true
 	}
 	switch {
@@ -50,7 +49,7 @@ func (r *runner) obtain(ctx context.Context, rdb *redis.Client, locker *dlock.Cl
 		r.errorf("the key %q holds another type of Redis value, not a lock; give --key another name", r.key)
 		return nil, exitUsage
 	}
-	r.errorf("could not obtain the lock on %q at %s: %s", r.key, r.redis.shown, errText(err))
+	r.errorf("could not obtain the lock on %q at %s: %s", r.key, where(r.redis), errText(err))
 	return nil, exitUnavailable
 }
 
@@ -74,12 +73,12 @@ func (r *runner) busy() string {
 
 // waitFor waits for the lock until deadline. On a terminal it shows how long
 // the holder and the wait have left, in one line redrawn in place.
-func (r *runner) waitFor(ctx context.Context, rdb *redis.Client, locker *dlock.Client, deadline time.Time) (*dlock.Lock, error) {
+func (r *runner) waitFor(ctx context.Context, locker *dlock.Client, deadline time.Time) (*dlock.Lock, error) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	switch {
 	case r.tty:
-		stop := showWait(ctx, rdb, r.key, deadline, r.stderr)
+		stop := showWait(ctx, locker, r.key, deadline, r.stderr)
 		defer stop()
 	case r.fair:
 		r.logf("the lock on %q is %s; waiting up to %v, in arrival order", r.key, r.busy(), r.wait)
@@ -90,9 +89,10 @@ func (r *runner) waitFor(ctx context.Context, rdb *redis.Client, locker *dlock.C
 }
 
 // showWait starts redrawing, every waitRedraw until stop is called, a line
-// on the terminal w that says how long the holder of key has left (a raw
-// PTTL) and how long until deadline. stop erases the line.
-func showWait(ctx context.Context, rdb *redis.Client, key string, deadline time.Time, w io.Writer) (stop func()) {
+// on the terminal w that says how long the holder of key has left (as
+// locker.Inspect sees it: on the server, or on the quorum) and how long
+// until deadline. stop erases the line.
+func showWait(ctx context.Context, locker *dlock.Client, key string, deadline time.Time, w io.Writer) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -100,8 +100,8 @@ func showWait(ctx context.Context, rdb *redis.Client, key string, deadline time.
 		defer ticker.Stop()
 		width := 0
 		for {
-			pttlCtx, cancel := context.WithTimeout(ctx, waitRedraw)
-			holder, err := rdb.PTTL(pttlCtx, key).Result()
+			inspectCtx, cancel := context.WithTimeout(ctx, waitRedraw)
+			holder, err := holderTTL(inspectCtx, locker, key)
 			cancel()
 			line := waitLine(key, holder, err, time.Until(deadline))
 			width = max(width, utf8.RuneCountInString(line))
@@ -118,6 +118,19 @@ func showWait(ctx context.Context, rdb *redis.Client, key string, deadline time.
 		close(quit)
 		<-done
 	}
+}
+
+// holderTTL returns what is left of the lock on key, as a PTTL would: -2
+// when it is not held, -1 when it does not expire.
+func holderTTL(ctx context.Context, locker *dlock.Client, key string) (time.Duration, error) {
+	info, err := locker.Inspect(ctx, key)
+	switch {
+	case err != nil:
+		return 0, err
+	case !info.Held:
+		return -2, nil
+	}
+	return info.TTL, nil
 }
 
 // waitLine is the line showWait draws: holder is the PTTL of the key, or

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -38,7 +39,9 @@ func TestShowWait(t *testing.T) {
 	rdb.Set(t.Context(), "k", "another holder", 10*time.Second)
 	var out bytes.Buffer
 	w := &lockedWriter{w: &out}
-	stop := showWait(t.Context(), rdb, "k", time.Now().Add(5*time.Second), w)
+	locker := dlock.New(rdb)
+	t.Cleanup(func() { locker.Close() })
+	stop := showWait(t.Context(), locker, "k", time.Now().Add(5*time.Second), w)
 	time.Sleep(2*waitRedraw + waitRedraw/2)
 	stop()
 

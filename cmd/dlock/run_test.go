@@ -311,9 +311,12 @@ func TestRunRedisFromEnvironment(t *testing.T) {
 		t.Errorf("stderr = %q, want %q... is redis-server running, and is DLOCK_REDIS right?", o.stderr, want)
 	}
 
-	o = runDlock(t, []string{"DLOCK_REDIS=" + url + ", redis://127.0.0.1:1/0"}, run...)
-	checkCode(t, o, 64)
-	if want := "dlock: several URLs in DLOCK_REDIS make a Redlock quorum, which this version of dlock does not support yet\n"; o.stderr != want {
+	// Two nodes: a quorum needs both.
+	o = runDlock(t, []string{"DLOCK_REDIS=" + url + ", redis://127.0.0.1:1/0", "DLOCK_REDIS_PASSWORD=s3cret"}, run...)
+	checkCode(t, o, 69)
+	if want := "dlock: only 1 of the 2 Redis nodes answered, and a Redlock quorum needs 2:\n" +
+		"  cannot reach redis at redis://127.0.0.1:1/0: dial tcp 127.0.0.1:1: connect: connection refused\n" +
+		"dlock: is redis-server running, and is DLOCK_REDIS right?\n"; o.stderr != want {
 		t.Errorf("stderr = %q, want %q", o.stderr, want)
 	}
 
