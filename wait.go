@@ -24,7 +24,7 @@ type waiter struct {
 	keys    []string
 	ttl     time.Duration
 	watches []*watch      // one per node listened to; none until listening, or if subscribing failed
-	wake    chan struct{} // the watches' wake-ups
+	wake    chan struct{} // the watches' wake-ups; nil until the first watch
 	timer   *time.Timer
 }
 
@@ -46,7 +46,6 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 		id = o.token.(string)
 	}
 	channel := w.keys[1]
-	w.wake = make(chan struct{}, 1)
 	subscribed := w.listenIfSubscribed(channel, id)
 	defer w.stop()
 	wasHeld := false // an attempt found the lock held
@@ -97,6 +96,9 @@ func (w *waiter) listenIfSubscribed(channel, id string) bool {
 			w.stopWatches()
 			return false
 		}
+		if w.wake == nil {
+			w.wake = watch.c // the first watch's; the others share it
+		}
 		w.watches = append(w.watches, watch)
 	}
 	return true
@@ -114,14 +116,18 @@ func (w *waiter) subscribe(ctx context.Context, channel, id string) bool {
 		watch *watch
 		err   error
 	}
+	if w.wake == nil {
+		w.wake = make(chan struct{}, 1)
+	}
+	wake := w.wake
 	results := make(chan result, len(w.c.subs))
 	for _, s := range w.c.subs[1:] {
 		go func() {
-			watch, err := s.watchWith(ctx, channel, id, w.wake)
+			watch, err := s.watchWith(ctx, channel, id, wake)
 			results <- result{watch, err}
 		}()
 	}
-	watch, err := w.c.subs[0].watchWith(ctx, channel, id, w.wake) // a single deployment's: no goroutine
+	watch, err := w.c.subs[0].watchWith(ctx, channel, id, wake) // a single deployment's: no goroutine
 	results <- result{watch, err}
 	need := 1
 	if q := w.c.quorum; q != nil {
