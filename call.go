@@ -19,6 +19,17 @@ type op struct {
 	fence int64         // raise fence only
 }
 
+// undo returns the op that takes back what the acquire o may have done:
+// release the lock if it holds o's token, and in fair mode also leave the
+// queue (and pass the turn on).
+func (o op) undo() op {
+	u := op{kind: opRelease, keys: o.keys, token: o.token, ttl: o.ttl}
+	if o.fair() {
+		u.kind = opLeave
+	}
+	return u
+}
+
 // fair reports whether o is on a lock of fair mode.
 func (o op) fair() bool { return len(o.keys) > 2 }
 

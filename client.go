@@ -282,11 +282,7 @@ func (c *Client) releaseInBackground(keys []string, token any, ttl time.Duration
 func (c *Client) releaseLate(keys []string, token any, ttl time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), ttl)
 	defer cancel()
-	o := op{kind: opRelease, keys: keys, token: token, ttl: ttl}
-	if o.fair() {
-		o.kind = opLeave // also leave the queue
-	}
-	if _, err := c.run(ctx, o); err != nil {
+	if _, err := c.run(ctx, op{kind: opAcquire, keys: keys, token: token, ttl: ttl}.undo()); err != nil {
 		c.logger.Warn("dlock: could not release a lock in the background; it expires by itself",
 			"key", quoteKey(keys[0]), "ttl", ttl, "error", err)
 	}

@@ -112,11 +112,7 @@ func (n *node) acquireAcked(ctx context.Context, o op) (reply, error) {
 	if err != nil || r.code != acquired || acks >= int64(n.ack.replicas) {
 		return r, err
 	}
-	release := op{kind: opRelease, keys: o.keys, token: o.token}
-	if o.fair() {
-		release.kind = opLeave
-	}
-	if _, err := n.run(ctx, release); err != nil {
+	if _, err := n.run(ctx, o.undo()); err != nil {
 		return reply{}, n.wrap("acquire", o.key(), fmt.Errorf("%w: %d of %d replicas within %v, and the release failed: %w", ErrNotReplicated, acks, n.ack.replicas, n.ack.timeout, err))
 	}
 	return reply{}, n.wrap("acquire", o.key(), fmt.Errorf("%w: %d of %d replicas within %v; released", ErrNotReplicated, acks, n.ack.replicas, n.ack.timeout))

@@ -283,12 +283,7 @@ func (q *quorum) lose(o op, votes []vote, yes, failed int) (reply, error) {
 	// any quorum: then it is a failure, and Obtain stops. Nodes that had
 	// not answered when the round was decided count for neither.
 	if others > 0 && errored <= len(votes)-q.need || len(votes)-failed >= q.need {
-		var pttl int64 = -1
-		for _, v := range votes {
-			if v.answered && v.err == nil && v.r.code == held && v.r.value >= 0 && (pttl < 0 || v.r.value < pttl) {
-				pttl = v.r.value
-			}
-		}
+		pttl := leastTTL(votes, func(r reply) bool { return r.code == held })
 		if slices.ContainsFunc(votes, func(v vote) bool { return v.answered && v.err == nil && v.r.code == wrongType }) {
 			return reply{code: wrongType}, nil
 		}
@@ -356,13 +351,7 @@ func (q *quorum) ttl(ctx context.Context, o op) (reply, error) {
 		}
 		return reply{}, q.error(o, fmt.Sprintf("%d of %d nodes hold the lock, %d needed; %d failed", yes, len(votes), q.need, failed), votes)
 	}
-	r := reply{code: 1, value: -1}
-	for _, v := range votes {
-		if v.answered && v.err == nil && v.r.code == 1 && v.r.value >= 0 && (r.value < 0 || v.r.value < r.value) {
-			r.value = v.r.value
-		}
-	}
-	return r, nil
+	return reply{code: 1, value: leastTTL(votes, func(r reply) bool { return r.code == 1 })}, nil
 }
 
 // inspect reports the lock as a quorum sees it: held when a quorum holds
@@ -389,13 +378,11 @@ func (q *quorum) inspect(ctx context.Context, o op) (reply, error) {
 	}
 	for token, n := range tokens {
 		if n >= q.need {
-			r.code, r.token, r.value = 1, token, -1
+			r.code, r.token = 1, token
 		}
 	}
-	for _, v := range votes {
-		if r.code == 1 && v.answered && v.err == nil && v.r.token == r.token && v.r.value >= 0 && (r.value < 0 || v.r.value < r.value) {
-			r.value = v.r.value
-		}
+	if r.code == 1 {
+		r.value = leastTTL(votes, func(v reply) bool { return v.code == 1 && v.token == r.token })
 	}
 	return r, nil
 }
@@ -469,6 +456,18 @@ func (q *quorum) refreshMany(ctx context.Context, locks []*Lock) []refreshResult
 		}
 	}
 	return results
+}
+
+// leastTTL returns the least time to live (value) among the answers that
+// match, ignoring those without expiry; -1 if there is none.
+func leastTTL(votes []vote, match func(reply) bool) int64 {
+	least := int64(-1)
+	for _, v := range votes {
+		if v.answered && v.err == nil && match(v.r) && v.r.value >= 0 && (least < 0 || v.r.value < least) {
+			least = v.r.value
+		}
+	}
+	return least
 }
 
 // place copies the results of group, a part of locks, into res, at the
