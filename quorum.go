@@ -289,7 +289,11 @@ func (q *quorum) lose(o op, votes []vote, yes, failed int) (reply, error) {
 		}
 		return reply{code: held, value: pttl}, nil
 	}
-	return reply{}, q.error(o, fmt.Sprintf("%d of %d nodes granted the lock, %d needed; %d held by another holder, %d failed", yes, len(votes), q.need, others, failed), votes)
+	summary := fmt.Sprintf("%d of %d nodes granted the lock, %d needed; %d held by another holder, %d failed", yes, len(votes), q.need, others, errored)
+	if pending := failed - errored; pending > 0 {
+		summary += fmt.Sprintf(", %d not heard from before that was clear", pending)
+	}
+	return reply{}, q.error(o, summary, votes)
 }
 
 // releaseAfter releases the lock on every node once the stragglers of the
@@ -501,7 +505,7 @@ func (q *quorum) error(o op, summary string, votes []vote) error {
 	for i, v := range votes {
 		switch {
 		case !v.answered:
-			e.Errs = append(e.Errs, q.nodes[i].wrap(o.kind.String(), o.key(), fmt.Errorf("no answer in time (node timeout %v)", q.timeout)))
+			e.Errs = append(e.Errs, q.nodes[i].wrap(o.kind.String(), o.key(), fmt.Errorf("no answer before the round ended (node timeout %v)", q.timeout)))
 		case v.err != nil:
 			e.Errs = append(e.Errs, v.err)
 		}
