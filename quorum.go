@@ -130,11 +130,16 @@ func (q *quorum) run(ctx context.Context, o op) (reply, error) {
 // time: their acquire may still land.
 func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
 	sent := time.Now()
-	// Done once a quorum said yes, or none is possible any more.
+	// Done once a quorum said yes, or none is possible any more and the
+	// nodes still to answer cannot change why (see lost).
 	votes, wg, late := q.roundLate(ctx, o, nil, func(votes []vote) bool {
 		yes, _ := count(votes, acquired)
-		no := len(votes) - yes - q.pending(votes)
-		return yes >= q.need || len(votes)-no < q.need
+		pending := q.pending(votes)
+		no := len(votes) - yes - pending
+		if yes >= q.need {
+			return true
+		}
+		return len(votes)-no < q.need && q.lost(votes, false) != lostUnknown
 	})
 	r, err := q.raiseFence(o, votes, sent)
 	if err != nil && ctx.Err() != nil {
@@ -268,26 +273,63 @@ func (f *fenceRaise) run(ctx context.Context) bool {
 	return f.at+n >= f.q.need
 }
 
-// lose explains an acquire without a quorum: ErrNotObtained when enough
-// nodes answered that another holder has it (Obtain waits for it), a
-// QuorumError when too many failed to answer.
+// Why an acquire without a quorum failed, as lost tells it.
+const (
+	lostUnknown = iota // it depends on nodes that have not answered yet
+	lostHeld           // another holder has it
+	lostFailed         // too many nodes failed for any quorum
+)
+
+// lost tells why an acquire round without a quorum failed. Another holder
+// has the lock when a node said so and the nodes that failed are few
+// enough for a quorum, or when a quorum answered but did not grant it;
+// otherwise too many nodes failed. A node that has not answered yet may
+// still fail or say "held": while that would change the answer, lost says
+// lostUnknown, unless the round is over (final), where such nodes count
+// for neither.
+func (q *quorum) lost(votes []vote, final bool) int {
+	others, _ := count(votes, held)
+	errored, pending := 0, 0
+	for _, v := range votes {
+		switch {
+		case !v.answered:
+			pending++
+		case v.err != nil:
+			errored++
+		}
+	}
+	spare := len(votes) - q.need // failures a quorum can take
+	switch {
+	case others > 0 && errored+pending <= spare || len(votes)-errored-pending >= q.need:
+		return lostHeld
+	case errored > spare:
+		return lostFailed
+	case pending > 0 && !final:
+		return lostUnknown
+	case others > 0:
+		return lostHeld
+	default:
+		return lostFailed
+	}
+}
+
+// lose explains an acquire without a quorum: ErrNotObtained when another
+// holder has it (Obtain waits for it), a QuorumError when too many nodes
+// failed (see lost).
 func (q *quorum) lose(o op, votes []vote, yes, failed int) (reply, error) {
+	if q.lost(votes, true) == lostHeld {
+		pttl := leastTTL(votes, func(r reply) bool { return r.code == held })
+		if slices.ContainsFunc(votes, func(v vote) bool { return v.answered && v.err == nil && v.r.code == wrongType }) {
+			return reply{code: wrongType}, nil
+		}
+		return reply{code: held, value: pttl}, nil
+	}
 	others, _ := count(votes, held)
 	errored := 0 // answered with an error; the rest of failed had not answered yet
 	for _, v := range votes {
 		if v.answered && v.err != nil {
 			errored++
 		}
-	}
-	// Another holder has it, unless the nodes that failed are too many for
-	// any quorum: then it is a failure, and Obtain stops. Nodes that had
-	// not answered when the round was decided count for neither.
-	if others > 0 && errored <= len(votes)-q.need || len(votes)-failed >= q.need {
-		pttl := leastTTL(votes, func(r reply) bool { return r.code == held })
-		if slices.ContainsFunc(votes, func(v vote) bool { return v.answered && v.err == nil && v.r.code == wrongType }) {
-			return reply{code: wrongType}, nil
-		}
-		return reply{code: held, value: pttl}, nil
 	}
 	summary := fmt.Sprintf("%d of %d nodes granted the lock, %d needed; %d held by another holder, %d failed", yes, len(votes), q.need, others, errored)
 	if pending := failed - errored; pending > 0 {
@@ -562,7 +604,10 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 
 // QuorumError is the failure of a Redlock operation that did not get a
 // quorum of answers: it says how the nodes voted, and holds each node's
-// error (NodeError) for errors.Is and errors.As.
+// error (NodeError) for errors.Is and errors.As. An acquire that found the
+// lock held is ErrNotObtained as long as the nodes that failed leave room
+// for a quorum (at most N-Q of them); with more failed, it is a
+// QuorumError, whatever the others said.
 type QuorumError struct {
 	Op      string // "acquire", "release", "refresh", "ttl", "inspect", "force-release"
 	Key     string
