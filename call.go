@@ -17,6 +17,7 @@ type op struct {
 	ttl   time.Duration // acquire and refresh only
 	lease time.Duration // fair acquire: the waiter's lease; 0 to not join the queue
 	fence int64         // raise fence only
+	after *stragglers   // Redlock calls of a Lock: its acquire's nodes still to answer
 }
 
 // undo returns the op that takes back what the acquire o may have done:
@@ -66,7 +67,7 @@ type reply struct {
 	fence       int64
 	waiters     int64       // inspect: live fair-mode waiters
 	raise       *fenceRaise // Redlock acquire: the fence is not on a quorum yet
-	stragglers  func(*Lock) // Redlock acquire: nodes that had not answered yet
+	stragglers  *stragglers // Redlock acquire: nodes that had not answered yet
 }
 
 // run sends o to Redis and waits for the answer: to the node, or to every

@@ -223,9 +223,7 @@ func (c *Client) hold(o op, r reply, sent time.Time, cfg obtainConfig) (*Lock, e
 	lock := c.newLock(o, r.value, sent)
 	lock.raise = r.raise
 	lock.renewed = cfg.autoRenew
-	if r.stragglers != nil {
-		r.stragglers(lock) // once the Lock is complete: it goes to another goroutine
-	}
+	lock.stragglers = r.stragglers
 	if cfg.autoRenew {
 		if err := c.renewer.add(lock); err != nil {
 			return nil, err // closed meanwhile; the lock expires

@@ -32,8 +32,11 @@ type Lock struct {
 	expiry  *time.Timer             // without auto-renew: ends the lock at Until, once life exists
 	renewed bool                    // WithAutoRenew: the Client's renewer refreshes it
 	raise   *fenceRaise             // Redlock: stores fence on a quorum at the first Fence
-	raised  sync.Once
-	renew   renewState // the renewer's bookkeeping, under renewer.mu
+	// Redlock: the acquire's nodes that had not answered; calls to them
+	// wait for them (set before the Lock is shared, then only read)
+	stragglers *stragglers
+	raised     sync.Once
+	renew      renewState // the renewer's bookkeeping, under renewer.mu
 }
 
 // newLock returns the Lock that the acquire o obtained, with the fence it
@@ -105,7 +108,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	if err := l.check("release"); err != nil {
 		return err
 	}
-	r, err := l.client.call(ctx, op{kind: opRelease, keys: l.keys, token: l.arg})
+	r, err := l.client.call(ctx, op{kind: opRelease, keys: l.keys, token: l.arg, after: l.stragglers})
 	if err != nil {
 		return err
 	}
@@ -128,7 +131,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	sent := time.Now()
-	r, err := l.client.call(ctx, op{kind: opRefresh, keys: l.keys, token: l.arg, ttl: ttl})
+	r, err := l.client.call(ctx, op{kind: opRefresh, keys: l.keys, token: l.arg, ttl: ttl, after: l.stragglers})
 	if err != nil {
 		return err
 	}
@@ -149,7 +152,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if err := l.check("ttl"); err != nil {
 		return 0, err
 	}
-	r, err := l.client.call(ctx, op{kind: opTTL, keys: l.keys, token: l.arg})
+	r, err := l.client.call(ctx, op{kind: opTTL, keys: l.keys, token: l.arg, after: l.stragglers})
 	switch {
 	case err != nil:
 		return 0, err

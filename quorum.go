@@ -18,6 +18,7 @@ type quorum struct {
 	nodes   []*node
 	need    int           // N/2+1
 	timeout time.Duration // how long one round waits for a node
+	workers workers       // run each node's part of a round
 }
 
 // vote is one node's answer in a round.
@@ -33,22 +34,8 @@ type vote struct {
 // nodes that did not answer by then have answered false. wg lets a caller
 // wait in the background for the stragglers.
 func (q *quorum) round(ctx context.Context, o op, only []bool, decided func([]vote) bool) (votes []vote, wg *sync.WaitGroup) {
-	votes, wg, _ = q.roundLate(ctx, o, only, decided)
-	return votes, wg
-}
-
-// answer is one node's vote, as its goroutine sends it.
-type answer struct {
-	i int
-	v vote
-}
-
-// roundLate is round, also returning the channel on which the nodes that
-// had not answered by then send their votes (buffered: nobody has to read
-// them).
-func (q *quorum) roundLate(ctx context.Context, o op, only []bool, decided func([]vote) bool) (votes []vote, wg *sync.WaitGroup, late <-chan answer) {
 	votes = make([]vote, len(q.nodes))
-	answers := make(chan answer, len(q.nodes))
+	answers := make(chan answer, len(q.nodes)) // buffered: stragglers need no reader
 	wg = new(sync.WaitGroup)
 	sent := len(q.nodes)
 	if only != nil {
@@ -63,7 +50,7 @@ func (q *quorum) roundLate(ctx context.Context, o op, only []bool, decided func(
 		for i := range votes {
 			votes[i] = vote{err: ErrClosed, answered: true}
 		}
-		return votes, wg, answers
+		return votes, wg
 	}
 	wg.Add(sent)
 	detached := context.WithoutCancel(ctx) // each call runs to its end, so its outcome is known
@@ -71,12 +58,7 @@ func (q *quorum) roundLate(ctx context.Context, o op, only []bool, decided func(
 		if only != nil && !only[i] {
 			continue
 		}
-		go func() {
-			defer q.c.wg.Done()
-			defer wg.Done()
-			r, err := n.run(detached, o)
-			answers <- answer{i, vote{r: r, err: err, answered: true}}
-		}()
+		q.workers.do(nodeCall{ctx: detached, n: n, o: o, i: i, answers: answers, wg: wg, after: o.after.of(i)})
 	}
 	timer := time.NewTimer(q.timeout)
 	defer timer.Stop()
@@ -85,15 +67,41 @@ func (q *quorum) roundLate(ctx context.Context, o op, only []bool, decided func(
 		case a := <-answers:
 			votes[a.i] = a.v
 			if decided != nil && decided(votes) {
-				return votes, wg, answers
+				return votes, wg
 			}
 		case <-timer.C:
-			return votes, wg, answers
+			return votes, wg
 		case <-ctx.Done():
-			return votes, wg, answers
+			return votes, wg
 		}
 	}
-	return votes, wg, answers
+	return votes, wg
+}
+
+// answer is one node's vote, as its goroutine sends it.
+type answer struct {
+	i int
+	v vote
+}
+
+// stragglers are the nodes that had not answered an acquire when a quorum
+// granted it. A later call of the Lock to one of them waits until the
+// acquire's calls have all answered: on another connection it could
+// otherwise overtake the acquire (commands on different connections are
+// not ordered), a release finding nothing there before a late grant that
+// then keeps the key until it expires.
+type stragglers struct {
+	wg      *sync.WaitGroup // the acquire round's calls
+	pending []bool          // by node: had not answered
+}
+
+// of returns what a call to node i has to wait for first: nil unless i is
+// a straggler.
+func (s *stragglers) of(i int) *sync.WaitGroup {
+	if s == nil || !s.pending[i] {
+		return nil
+	}
+	return s.wg
 }
 
 // count tells how many votes have answered with code, and how many failed.
@@ -132,7 +140,7 @@ func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
 	sent := time.Now()
 	// Done once a quorum said yes, or none is possible any more and the
 	// nodes still to answer cannot change why (see lost).
-	votes, wg, late := q.roundLate(ctx, o, nil, func(votes []vote) bool {
+	votes, wg := q.round(ctx, o, nil, func(votes []vote) bool {
 		yes, _ := count(votes, acquired)
 		pending := q.pending(votes)
 		no := len(votes) - yes - pending
@@ -151,50 +159,13 @@ func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
 	case r.code != acquired && slices.ContainsFunc(votes, mayHold):
 		q.releaseAfter(wg, o)
 	case r.code == acquired && q.pending(votes) > 0:
-		r.stragglers = func(l *Lock) { q.watchStragglers(l, wg, late) }
+		pending := make([]bool, len(votes))
+		for i, v := range votes {
+			pending[i] = !v.answered
+		}
+		r.stragglers = &stragglers{wg: wg, pending: pending}
 	}
 	return r, err
-}
-
-// watchStragglers looks after the nodes that had not answered when a
-// quorum granted l: one that grants it late may do so after l was released
-// there (commands on different connections are not ordered), and would keep
-// the key until it expires. So once they have answered, the nodes that
-// granted late are released again when l ends. A release of a key that is
-// not ours changes nothing.
-func (q *quorum) watchStragglers(l *Lock, wg *sync.WaitGroup, late <-chan answer) {
-	if !q.c.track() {
-		return
-	}
-	go func() {
-		defer q.c.wg.Done()
-		wg.Wait()
-		granted := make([]bool, len(q.nodes))
-		found := false
-	drain:
-		for {
-			select {
-			case a := <-late:
-				if a.v.err == nil && a.v.r.code == acquired {
-					granted[a.i], found = true, true
-				}
-			default:
-				break drain
-			}
-		}
-		if !found {
-			return
-		}
-		context.AfterFunc(l.lifetime(), func() {
-			if !q.c.track() {
-				return
-			}
-			defer q.c.wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), l.ttl)
-			defer cancel()
-			q.round(ctx, op{kind: opRelease, keys: l.keys, token: l.arg}, granted, nil)
-		})
-	}()
 }
 
 // mayHold reports whether a node may have granted the lock: it said so, or
@@ -585,7 +556,7 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 	}
 	c := &Client{logger: cfg.logger, epoch: time.Now(), done: make(chan struct{})}
 	c.renewer.c = c
-	q := &quorum{c: c, need: len(nodes)/2 + 1, timeout: cfg.nodeTimeout}
+	q := &quorum{c: c, need: len(nodes)/2 + 1, timeout: cfg.nodeTimeout, workers: workers{c: c, calls: make(chan nodeCall)}}
 	seen := map[redis.UniversalClient]bool{}
 	for i, rdb := range nodes {
 		if isNil(rdb) {
