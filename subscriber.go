@@ -106,7 +106,7 @@ type channelState struct {
 	retry     bool          // make the call again: it failed, or its connection died
 	confirmed bool          // subscribed and confirmed, with no Unsubscribe since
 	ready     chan struct{} // closed when confirmed; replaced by Unsubscribe
-	idleSince time.Time     // when the last watcher left: it lingers until subscriberLinger later
+	idleSince time.Time     // when the last watcher that waited left: it lingers until subscriberLinger later
 }
 
 // watch is one watcher of a channel, until stop.
@@ -208,9 +208,17 @@ func (s *subscriber) watchIfSubscribedWith(channel, id string, wake chan struct{
 // have been lost while it was down, so every watcher is woken to try again).
 func (w *watch) C() <-chan struct{} { return w.c }
 
-// stop ends the watch; the last watcher of a channel unsubscribes it.
-// Idempotent, safe concurrently.
-func (w *watch) stop() {
+// stop ends the watch; the channel lingers subscribed after its last
+// watcher stopped (see subscriberLinger). Idempotent, safe concurrently.
+func (w *watch) stop() { w.end(true) }
+
+// stopUnused ends a watch that was never waited on: its caller got the
+// lock at once. It does not restart the channel's linger, or every
+// uncontended Obtain of a lock whose channel is still subscribed would
+// keep it subscribed, paying for release messages nobody waits for.
+func (w *watch) stopUnused() { w.end(false) }
+
+func (w *watch) end(used bool) {
 	s := w.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -220,8 +228,10 @@ func (w *watch) stop() {
 	w.stopped = true
 	st := s.channels[w.channel]
 	delete(st.watchers, w)
-	if len(st.watchers) == 0 {
+	if used {
 		st.idleSince = time.Now()
+	}
+	if len(st.watchers) == 0 {
 		s.markDirty(w.channel)
 	}
 }

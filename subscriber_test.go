@@ -62,6 +62,33 @@ func TestSubscriberLinger(t *testing.T) {
 	}
 }
 
+// Watches that were never waited on (their Obtain got the lock at once) do
+// not keep a lingering channel subscribed.
+func TestSubscriberLingerNotKeptByUnusedWatches(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t).Client()
+	s := newTestSubscriber(t, rdb, nil)
+	s.linger = 300 * time.Millisecond
+	channel := subChannel(t, "a")
+	w, err := s.watch(subCtx(t, 5*time.Second), channel, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.stop()
+	deadline := time.Now().Add(6 * time.Second) // the sweep runs every linger/2 of the default
+	for {
+		unused := s.watchIfSubscribed(channel, "")
+		if unused == nil {
+			break // unsubscribed
+		}
+		unused.stopUnused()
+		if time.Now().After(deadline) {
+			t.Fatal("unused watches kept the channel subscribed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // subChannel returns the release channel of a lock key unique to the test.
 func subChannel(t *testing.T, suffix string) string {
 	return lockKeys("test:" + strings.ReplaceAll(t.Name(), "/", ":") + ":" + suffix)[1]

@@ -233,9 +233,15 @@ func (w *waiter) stop() {
 	}
 }
 
+// stopWatches ends the waiter's watches; those it never slept on do not
+// keep their channel subscribed (see watch.stopUnused).
 func (w *waiter) stopWatches() {
 	for _, watch := range w.watches {
-		watch.stop()
+		if w.timer != nil {
+			watch.stop()
+		} else {
+			watch.stopUnused()
+		}
 	}
 	w.watches = w.watches[:0]
 }
