@@ -16,15 +16,18 @@ type op struct {
 	token any           // the holder's token, boxed once for all the calls of a Lock
 	ttl   time.Duration // acquire and refresh only
 	lease time.Duration // fair acquire: the waiter's lease; 0 to not join the queue
-	fence int64         // raise fence only
-	after *stragglers   // Redlock calls of a Lock: its acquire's nodes still to answer
+	// fair acquire and leave: the channel on which the waiter hears of a
+	// handoff, its subscriber's own; part of its name in the queue
+	notify string
+	fence  int64       // raise fence only
+	after  *stragglers // Redlock calls of a Lock: its acquire's nodes still to answer
 }
 
 // undo returns the op that takes back what the acquire o may have done:
 // release the lock if it holds o's token, and in fair mode also leave the
 // queue (and pass the turn on).
 func (o op) undo() op {
-	u := op{kind: opRelease, keys: o.keys, token: o.token, ttl: o.ttl}
+	u := op{kind: opRelease, keys: o.keys, token: o.token, ttl: o.ttl, notify: o.notify}
 	if o.fair() {
 		u.kind = opLeave
 	}
@@ -91,7 +94,7 @@ func (c *Client) call(ctx context.Context, o op) (reply, error) {
 	if o.kind == opAcquire {
 		late = func(r reply, err error) {
 			if err != nil || r.code == acquired {
-				c.releaseLate(o.keys, o.token, o.ttl)
+				c.releaseLate(o)
 			}
 		}
 	}

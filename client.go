@@ -197,7 +197,7 @@ func (c *Client) try(ctx context.Context, o op, cfg obtainConfig) (lock *Lock, r
 	if err != nil {
 		if replyLost(err) {
 			// The script may have run before the reply was lost.
-			c.releaseInBackground(o.keys, o.token, o.ttl)
+			c.releaseInBackground(o)
 		}
 		return nil, r, err
 	}
@@ -261,13 +261,13 @@ func replyLost(err error) bool {
 }
 
 // releaseInBackground runs releaseLate in a goroutine the Client tracks.
-func (c *Client) releaseInBackground(keys []string, token any, ttl time.Duration) {
+func (c *Client) releaseInBackground(acquire op) {
 	if !c.track() {
 		return
 	}
 	go func() {
 		defer c.wg.Done()
-		c.releaseLate(keys, token, ttl)
+		c.releaseLate(acquire)
 	}()
 }
 
@@ -276,13 +276,14 @@ func (c *Client) releaseInBackground(keys []string, token any, ttl time.Duration
 // first), a lost lock that Redis may still hold, or a fair waiter's place.
 // It runs in a goroutine the Client tracks. The release only deletes the
 // key if it still holds token, so it never touches anyone else's lock.
-// Trying for longer than the lock lives is pointless, so ttl bounds it.
-func (c *Client) releaseLate(keys []string, token any, ttl time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), ttl)
+// Trying for longer than the lock lives is pointless, so its ttl bounds it.
+// acquire is the acquire to undo.
+func (c *Client) releaseLate(acquire op) {
+	ctx, cancel := context.WithTimeout(context.Background(), acquire.ttl)
 	defer cancel()
-	if _, err := c.run(ctx, op{kind: opAcquire, keys: keys, token: token, ttl: ttl}.undo()); err != nil {
+	if _, err := c.run(ctx, acquire.undo()); err != nil {
 		c.logger.Warn("dlock: could not release a lock in the background; it expires by itself",
-			"key", quoteKey(keys[0]), "ttl", ttl, "error", err)
+			"key", quoteKey(acquire.key()), "ttl", acquire.ttl, "error", err)
 	}
 }
 

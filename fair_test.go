@@ -148,7 +148,9 @@ func TestFairWaiterKilled(t *testing.T) {
 
 // A fair holder's release hands the lock over to the first waiter in the
 // same script: the waiter holds it with the next fence, for its ttl, and a
-// waiter whose ttl is no longer than FairLease sends nothing more.
+// waiter whose ttl is no longer than FairLease sends nothing more. The
+// message goes to the waiter's Client alone: the lock's channel, which
+// every waiting Client listens to, carries nothing.
 func TestFairHandoff(t *testing.T) {
 	t.Parallel()
 	for _, ttl := range []time.Duration{time.Second, time.Minute} {
@@ -177,6 +179,11 @@ func TestFairHandoff(t *testing.T) {
 			}()
 			waitQueued(t, e.rdb, key, 1)
 			waitSubscribed(t, e, key)
+			bystander := e.rdb.Subscribe(context.Background(), "dlock:fence{"+key+"}")
+			defer bystander.Close()
+			if _, err := bystander.Receive(context.Background()); err != nil { // the confirmation
+				t.Fatal(err)
+			}
 			time.Sleep(20 * time.Millisecond)
 			before := evalCalls(t, e)
 			if err := holder.Release(context.Background()); err != nil {
@@ -198,6 +205,9 @@ func TestFairHandoff(t *testing.T) {
 			}
 			if left := time.Until(lock.Until()); left <= 0 || left > ttl {
 				t.Errorf("Until is %v away, want within the ttl %v", left, ttl)
+			}
+			if msg, err := bystander.ReceiveTimeout(context.Background(), 50*time.Millisecond); err == nil {
+				t.Errorf("the lock's channel carried %v for a handoff, want nothing", msg)
 			}
 			if err := lock.Release(context.Background()); err != nil {
 				t.Error(err)
@@ -338,5 +348,53 @@ func TestFairTryObtain(t *testing.T) {
 	lock := <-waiting
 	if lock != nil {
 		_ = lock.Release(context.Background())
+	}
+}
+
+// A holder whose ACL lets it publish on lock channels only still hands the
+// lock over: the message goes on the lock's channel instead of the
+// waiter's own, and its release succeeds.
+func TestFairHandoffRestrictedPublisher(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	if err := e.rdb.Do(ctx, "ACL", "SETUSER", "holder", "on", ">pw", "~*", "resetchannels", "&dlock:fence*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	key := testKey(t)
+	holderClient := newLocker(t, e.srv.Client(func(o *redis.Options) { o.Username, o.Password = "holder", "pw" }))
+	holder, err := holderClient.TryObtain(ctx, key, time.Minute, dlock.WithFair())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The waiter's Client listens on its own channel already, so it joins
+	// the queue naming it.
+	warm, err := e.locker.Obtain(timeout(t, 5*time.Second), key+":warm", time.Minute, dlock.WithFair())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = warm.Release(ctx)
+	got := make(chan *dlock.Lock, 1)
+	go func() {
+		lock, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Second, dlock.WithFair(), noPolling)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- lock
+	}()
+	waitQueued(t, e.rdb, key, 1)
+	released := time.Now()
+	if err := holder.Release(ctx); err != nil {
+		t.Fatalf("Release by a holder that may not publish on the waiter's channel: %v", err)
+	}
+	lock := <-got
+	if lock == nil || value(t, e.rdb, key) != lock.Token() {
+		t.Fatal("the waiter does not hold the lock")
+	}
+	_ = lock.Release(ctx)
+	// Not told, it would find the lock its own when it next keeps its
+	// place in the queue, FairLease/3 later.
+	if d := time.Since(released); d > dlock.FairLease/6 {
+		t.Errorf("the waiter got the lock %v after the release, want it told at once", d)
 	}
 }

@@ -52,16 +52,16 @@ func (n *node) run(ctx context.Context, o op) (reply, error) {
 			return n.acquireAcked(ctx, o)
 		}
 		if o.fair() {
-			return n.fairAcquire(ctx, o.keys, o.token, o.ttl, o.lease)
+			return n.fairAcquire(ctx, o)
 		}
 		return n.acquire(ctx, o.keys, o.token, o.ttl)
 	case opRelease:
 		if o.fair() {
-			return n.fairRelease(ctx, o.keys, o.token, false, 0)
+			return n.fairRelease(ctx, o.keys, o.token)
 		}
 		return n.release(ctx, o.keys, o.token)
 	case opLeave:
-		return n.fairRelease(ctx, o.keys, o.token, true, o.ttl)
+		return n.fairLeave(ctx, o)
 	case opRefresh:
 		return n.refresh(ctx, o.keys, o.token, o.ttl)
 	case opTTL:
@@ -81,7 +81,7 @@ func (n *node) run(ctx context.Context, o op) (reply, error) {
 func (n *node) acquireAcked(ctx context.Context, o op) (reply, error) {
 	s, args := acquireScript, []any{o.token, o.ttl.Milliseconds()}
 	if o.fair() {
-		s, args = fairAcquireScript, append(args, o.lease.Milliseconds())
+		s, args = fairAcquireScript, append(args, o.lease.Milliseconds(), o.notify)
 	}
 	primary, err := n.primaryFor(ctx, o.key())
 	if err != nil {
@@ -196,18 +196,20 @@ func (n *node) release(ctx context.Context, keys []string, token any) (reply, er
 
 // fairAcquire replies as fair_acquire.lua says; when the caller waits, head
 // is 1 if it is first in the queue.
-func (n *node) fairAcquire(ctx context.Context, keys []string, token any, ttl, lease time.Duration) (reply, error) {
-	return n.exec(ctx, "acquire", fairAcquireScript, keys, token, ttl.Milliseconds(), lease.Milliseconds())
+func (n *node) fairAcquire(ctx context.Context, o op) (reply, error) {
+	return n.exec(ctx, "acquire", fairAcquireScript, o.keys, o.token, o.ttl.Milliseconds(), o.lease.Milliseconds(), o.notify)
 }
 
 // fairRelease releases a lock obtained in fair mode and hands it over to the
-// next waiter. With leave, the caller is a waiter giving up its place; ttl,
-// its lock's, names it in the queue.
-func (n *node) fairRelease(ctx context.Context, keys []string, token any, leave bool, ttl time.Duration) (reply, error) {
-	if leave {
-		return n.exec(ctx, "release", fairReleaseScript, keys, token, "leave", ttl.Milliseconds(), FairLease.Milliseconds())
-	}
+// next waiter.
+func (n *node) fairRelease(ctx context.Context, keys []string, token any) (reply, error) {
 	return n.exec(ctx, "release", fairReleaseScript, keys, token, "", 0, FairLease.Milliseconds())
+}
+
+// fairLeave takes the waiter of the fair acquire o out of the queue, and
+// releases the lock if it was handed over to it meanwhile.
+func (n *node) fairLeave(ctx context.Context, o op) (reply, error) {
+	return n.exec(ctx, "release", fairReleaseScript, o.keys, o.token, "leave", o.ttl.Milliseconds(), FairLease.Milliseconds(), o.notify)
 }
 
 func (n *node) refresh(ctx context.Context, keys []string, token any, ttl time.Duration) (reply, error) {

@@ -136,13 +136,16 @@ func WithBackoff(b Backoff) ObtainOption {
 
 // WithFair makes Obtain wait its turn: waiters that use WithFair get the lock
 // in the order they arrived, through a queue kept in Redis next to the lock
-// (two side keys in the lock key's Cluster slot). A release wakes only the
-// first waiter, so a busy lock does not start a stampede of attempts.
+// (two side keys in the lock key's Cluster slot). A waiter arrives when it
+// first finds the lock held; the first time a Client waits for any lock,
+// one round trip later, once it listens for release messages.
 //
 // A release hands the lock over to the first waiter directly, in the same
 // script, for the waiter's ttl but at most FairLease; a waiter whose ttl is
 // no longer than FairLease then holds the lock without another round trip,
-// and one with a longer ttl extends it with one.
+// and one with a longer ttl extends it with one. The message that tells it
+// so goes to its Client alone, on a channel of the Client's own, so a busy
+// lock does not wake every waiting process on each handoff.
 //
 // A waiter keeps its place by renewing a lease of FairLease while it waits,
 // which Obtain does on its own. One that gives up (its context ends) leaves

@@ -318,7 +318,7 @@ func (q *quorum) releaseAfter(wg *sync.WaitGroup, o op) {
 	go func() {
 		defer q.c.wg.Done()
 		wg.Wait()
-		q.c.releaseLate(o.keys, o.token, o.ttl)
+		q.c.releaseLate(o)
 	}()
 }
 

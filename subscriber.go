@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,7 +73,10 @@ const (
 type subscriber struct {
 	rdb    redis.UniversalClient
 	logger *slog.Logger
-	self   string        // a channel of the subscriber's own: see the comment at the top
+	// self is a channel of the subscriber's own: its confirmations tell a
+	// reconnect (see the comment at the top), and fair handoffs come on it
+	// (see handOver).
+	self   string
 	linger time.Duration // subscriberLinger; 0 in tests that watch channels go
 
 	kick     chan struct{} // capacity 1: dirty has work for the dispatcher
@@ -84,6 +88,7 @@ type subscriber struct {
 	cancel   context.CancelFunc // stops the dispatcher; nil until the first watch
 	channels map[string]*channelState
 	dirty    map[string]struct{} // channels the dispatcher must bring in line with Redis
+	fair     map[string]*watch   // the watches with an id (fair waiters), by id
 	lastErr  error               // of the last call, for the error of a watch that gave up
 }
 
@@ -135,6 +140,7 @@ func newSubscriber(rdb redis.UniversalClient, logger *slog.Logger) *subscriber {
 		done:     make(chan struct{}),
 		channels: make(map[string]*channelState),
 		dirty:    make(map[string]struct{}),
+		fair:     make(map[string]*watch),
 	}
 }
 
@@ -228,6 +234,9 @@ func (w *watch) end(used bool) {
 	w.stopped = true
 	st := s.channels[w.channel]
 	delete(st.watchers, w)
+	if s.fair[w.id] == w {
+		delete(s.fair, w.id)
+	}
 	if used {
 		st.idleSince = time.Now()
 	}
@@ -287,6 +296,9 @@ func (s *subscriber) add(st *channelState, channel, id string, wake chan struct{
 	}
 	w := &watch{s: s, channel: channel, id: id, c: wake}
 	st.watchers[w] = struct{}{}
+	if id != "" {
+		s.fair[id] = w
+	}
 	return w
 }
 
@@ -369,7 +381,9 @@ func (s *subscriber) handle(msg any) {
 	reconnected := false
 	switch m := msg.(type) {
 	case *redis.Message:
-		if st := s.channels[m.Channel]; st != nil {
+		if m.Channel == s.self {
+			s.handOver(m.Payload)
+		} else if st := s.channels[m.Channel]; st != nil {
 			st.wake(m.Payload)
 		}
 	case *redis.Subscription:
@@ -438,6 +452,35 @@ func (st *channelState) wake(payload string) {
 			case w.c <- struct{}{}:
 			default: // a wake is pending already
 			}
+		}
+	}
+}
+
+// handoffChannel returns the channel on which a fair waiter of this
+// subscriber is told that the lock was handed over to it: the subscriber's
+// own, which no other Client listens to, once Redis confirmed it; until
+// then, and if Redis refuses it, "" (the lock's channel, which every
+// waiting Client hears). A waiter keeps the one it got: it is part of its
+// name in the queue.
+func (s *subscriber) handoffChannel() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.channels[s.self]; st != nil && st.confirmed {
+		return s.self
+	}
+	return ""
+}
+
+// handOver takes a message on the subscriber's own channel: "id:fence",
+// the lock of fair waiter id handed over to it (see fair_release.lua).
+// s.mu is held.
+func (s *subscriber) handOver(payload string) {
+	id, fence, ok := strings.Cut(payload, ":")
+	if w := s.fair[id]; ok && w != nil {
+		w.handoff = fence
+		select {
+		case w.c <- struct{}{}:
+		default: // a wake is pending already
 		}
 	}
 }

@@ -42,12 +42,18 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 	if w.cfg.fair {
 		// A fair waiter keeps its token, which is its place in the queue,
 		// and is woken only when its turn comes (or by a plain release).
-		o.lease = FairLease
 		id = o.token.(string)
 	}
 	channel := w.keys[1]
 	subscribed := w.listenIfSubscribed(channel, id)
 	defer w.stop()
+	if w.cfg.fair && subscribed {
+		w.join(&o)
+	}
+	// Otherwise a fair waiter's first try does not queue (lease 0): it
+	// takes the lock if it is free and nobody waits. Found held, the waiter
+	// subscribes, which also confirms the Client's own channel, and joins
+	// the queue with it at once.
 	wasHeld := false // an attempt found the lock held
 	var sent time.Time
 	for sleeps := 0; ; {
@@ -66,7 +72,12 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 		wasHeld = true
 		if !subscribed {
 			subscribed = true
-			if w.subscribe(ctx, channel, id) {
+			listening := w.subscribe(ctx, channel, id)
+			if w.cfg.fair && o.lease == 0 {
+				w.join(&o)
+				continue // join the queue now
+			}
+			if listening {
 				continue // try again now that no release can be missed
 			}
 		}
@@ -84,6 +95,15 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 			o.token = newToken() // a fresh token, so a late clean-up of this attempt touches nothing later
 		}
 	}
+}
+
+// join makes the fair acquire o join the queue from its next try on, told
+// of a handoff on the Client's own channel if Redis has confirmed it (see
+// subscriber.handoffChannel). Both stay as they are for the rest of the
+// wait: with the token, they name the waiter in the queue.
+func (w *waiter) join(o *op) {
+	o.lease = FairLease
+	o.notify = w.c.subs[0].handoffChannel()
 }
 
 // listenIfSubscribed listens on the lock's channel if every node's
@@ -223,7 +243,7 @@ func (w *waiter) handedOver(o op, sent time.Time) *Lock {
 // leave takes a fair waiter that gives up out of the queue, in the
 // background, and lets the next one have its turn.
 func (w *waiter) leave(o op) {
-	w.c.releaseInBackground(o.keys, o.token, o.ttl)
+	w.c.releaseInBackground(o)
 }
 
 func (w *waiter) stop() {

@@ -11,9 +11,12 @@
 -- ARGV[3]  the caller's lease as a waiter, in milliseconds; 0 to not wait:
 --          the caller takes the lock if it is free and nobody waits, and
 --          does not join the queue
+-- ARGV[4]  the channel on which the caller hears that the lock was handed
+--          over to it (its Client's own); '' or absent: the lock's channel
 --
--- A waiter is the member "token:ttl" of both sets: a release that finds it
--- first hands the lock over to it directly (fair_release.lua), for its ttl.
+-- A waiter is the member "token:ttl" or "token:ttl:channel" of both sets: a
+-- release that finds it first hands the lock over to it directly
+-- (fair_release.lua), for its ttl, and tells it so on that channel alone.
 --
 -- Returns {1, fence}       when the lock is the caller's (fence as in acquire.lua).
 -- Returns {0, pttl, head}  when the caller waits in the queue: pttl is the
@@ -30,6 +33,9 @@
 local t = redis.call('TIME')
 local now_ms = t[1] * 1000 + math.floor(t[2] / 1000)
 local me = ARGV[1] .. ':' .. ARGV[2]
+if ARGV[4] and ARGV[4] ~= '' then
+  me = me .. ':' .. ARGV[4]
+end
 
 local stale = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now_ms, 'LIMIT', 0, 100)
 for _, w in ipairs(stale) do
