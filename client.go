@@ -207,8 +207,11 @@ func (c *Client) try(ctx context.Context, o op, cfg obtainConfig) (lock *Lock, r
 		return lock, r, err
 	case held:
 		holderTTL := time.Duration(r.value) * time.Millisecond
-		if r.value == -2 {
+		switch r.value {
+		case -2:
 			return nil, r, fmt.Errorf("%w: %s is free, but earlier waiters go first", ErrNotObtained, quoteKey(key))
+		case unknownTTL:
+			return nil, r, fmt.Errorf("%w: %s is held by another holder", ErrNotObtained, quoteKey(key))
 		}
 		return nil, r, fmt.Errorf("%w: %s is held by another holder%s", ErrNotObtained, quoteKey(key), expiresIn(holderTTL))
 	case wrongType:

@@ -62,20 +62,19 @@ func (l *Lock) Token() string { return l.token }
 // microseconds). Pass it to the protected resource, and have the resource
 // refuse any write with a fence lower than one it has seen.
 //
-// On a Redlock Client (NewRedlock), the fence is the largest one the nodes
-// of the quorum handed out, and the first call of Fence stores it on a
-// quorum of nodes where the lock is still ours, in one round that waits at
-// most the node timeout: only then is it larger than any later holder's.
-// If that fails (the lock is lost, or too many nodes fail), Fence returns 0,
-// which a resource that checks fences rejects. Later calls return the same.
+// On a Redlock Client (NewRedlock), the first call of Fence has the nodes
+// where the lock is still ours hand out fences, takes the largest of a
+// quorum of them, and stores it on those that handed out less, in two
+// rounds that wait at most the node timeout each: only once a quorum holds
+// it is it larger than any later holder's. If that fails (the lock is
+// lost, or too many nodes fail), Fence returns 0, which a resource that
+// checks fences rejects. Later calls return the same.
 func (l *Lock) Fence() int64 {
 	if l.raise != nil {
 		l.raised.Do(func() {
 			ctx, cancel := context.WithDeadline(context.Background(), l.Until())
 			defer cancel()
-			if !l.raise.run(ctx) {
-				l.fence = 0
-			}
+			l.fence, _ = l.raise.run(ctx)
 		})
 	}
 	return l.fence

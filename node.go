@@ -21,6 +21,10 @@ type node struct {
 	rdb  redis.UniversalClient
 	name string
 	ack  replicaAck // WithReplicaAck: acquires wait for replicas
+	// fenceless: a node of a Redlock quorum, whose acquire hands out no
+	// fence (the quorum hands one out at the first Lock.Fence) and so needs
+	// no script: SET NX
+	fenceless bool
 
 	reloaded atomic.Int64 // Cluster: when the slot map was last reloaded, unix nanoseconds
 }
@@ -53,6 +57,9 @@ func (n *node) run(ctx context.Context, o op) (reply, error) {
 		}
 		if o.fair() {
 			return n.fairAcquire(ctx, o)
+		}
+		if n.fenceless {
+			return n.acquireFenceless(ctx, o)
 		}
 		return n.acquire(ctx, o.keys, o.token, o.ttl)
 	case opRelease:
@@ -183,11 +190,48 @@ const (
 	wrongType = 2 // the key is not a string
 )
 
+// unknownTTL is the holder's PTTL in a held reply that does not tell it
+// (a Redlock node's acquire, see acquireFenceless).
+const unknownTTL = -3
+
 // The scripts' KEYS are the lock key and its fence key (lockKeys), whose
 // name is also the channel a release is published on.
 
 func (n *node) acquire(ctx context.Context, keys []string, token any, ttl time.Duration) (reply, error) {
 	return n.exec(ctx, "acquire", acquireScript, keys, token, ttl.Milliseconds())
+}
+
+// acquireFenceless replies as acquire does, with fence 0, for a node of a
+// Redlock quorum: a plain SET NX PX takes the lock, a third of the script's
+// time on the server. Only if it did not is the key read, to tell a key of
+// another type (WRONGTYPE), and our own token (go-redis resent the SET
+// after a lost reply) from another holder's. A held reply does not tell the
+// holder's PTTL (unknownTTL): asking would cost one more command, mostly
+// for nothing, as a minority of nodes that have not seen the last release
+// yet is common and does not stop a quorum.
+func (n *node) acquireFenceless(ctx context.Context, o op) (reply, error) {
+	key := o.key()
+	// SetNX's reply is a bool, so a lock found held is no redis.Nil error,
+	// which go-redis would examine at length for a retry.
+	set, err := n.rdb.SetNX(ctx, key, o.token, o.ttl).Result()
+	switch {
+	case err != nil:
+		return reply{}, n.wrap("acquire", key, err)
+	case set:
+		return reply{code: acquired}, nil
+	}
+	holder, err := n.rdb.Get(ctx, key).Result()
+	switch {
+	case errors.Is(err, redis.Nil): // gone since: free, but this attempt did not take it
+		return reply{code: held, value: 0}, nil
+	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		return reply{code: wrongType}, nil
+	case err != nil:
+		return reply{}, n.wrap("acquire", key, err)
+	case holder == o.token:
+		return reply{code: acquired}, nil
+	}
+	return reply{code: held, value: unknownTTL}, nil
 }
 
 func (n *node) release(ctx context.Context, keys []string, token any) (reply, error) {

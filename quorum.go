@@ -132,10 +132,9 @@ func (q *quorum) run(ctx context.Context, o op) (reply, error) {
 	}
 }
 
-// acquire takes the lock on a quorum, then makes its fence the largest any
-// node of the quorum handed out, stored on a quorum (raiseFence). If that
-// fails, it releases on every node, including those that did not answer in
-// time: their acquire may still land.
+// acquire takes the lock on a quorum (see raiseFence for its fence). If
+// that fails, it releases on every node, including those that did not
+// answer in time: their acquire may still land.
 func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
 	sent := time.Now()
 	// Done once a quorum said yes, or none is possible any more and the
@@ -186,24 +185,58 @@ func (q *quorum) pending(votes []vote) int {
 }
 
 // raiseFence decides an acquire round. With a quorum and time left, the
-// lock is ours, with the largest fence of the round; that fence is stored
-// on a quorum (fenceRaise) when Lock.Fence first asks for it, so an
-// acquire costs one round, and only holders that use fences pay the second.
+// lock is ours. Its fence is handed out by the quorum when Lock.Fence first
+// asks for it (fenceRaise), so an acquire costs one round of plain SET
+// commands, and only holders that use fences pay for them.
 func (q *quorum) raiseFence(o op, votes []vote, sent time.Time) (reply, error) {
 	yes, failed := count(votes, acquired)
 	if yes < q.need {
 		return q.lose(o, votes, yes, failed)
 	}
+	granted := make([]bool, len(votes))
+	for i, v := range votes {
+		granted[i] = v.answered && v.err == nil && v.r.code == acquired
+	}
+	if !time.Now().Before(sent.Add(o.ttl - drift(o.ttl))) {
+		return reply{}, fmt.Errorf("%w: %s: a quorum granted it, but its validity ran out first: %v", ErrNotObtained, quoteKey(o.key()), time.Since(sent))
+	}
+	return reply{code: acquired, raise: &fenceRaise{q: q, keys: o.keys, token: o.token, granted: granted}}, nil
+}
+
+// fenceRaise hands out the fence of a Redlock lock, in two rounds: each
+// node that granted the lock and still holds it hands out a fence of its
+// own (raise_fence.lua); the largest of a quorum of them is the lock's, and
+// is stored on the nodes of that quorum that handed out less, where the
+// lock is still ours. Only once a quorum holds it may the fence be used: any
+// later holder's quorum shares a node with this one, on which its fence
+// comes out larger. Nodes that answer after a round ended are left out:
+// what they handed out is no part of the fence.
+type fenceRaise struct {
+	q       *quorum
+	keys    []string
+	token   any
+	granted []bool // nodes that granted the lock
+}
+
+// run hands out the fence, and returns it with true once a quorum holds
+// it; 0 and false if that fails.
+func (f *fenceRaise) run(ctx context.Context) (int64, bool) {
+	need := f.q.need
+	o := op{kind: opRaiseFence, keys: f.keys, token: f.token}
+	votes, _ := f.q.round(ctx, o, f.granted, func(votes []vote) bool {
+		n, _ := count(votes, 1)
+		return n >= need
+	})
 	var fence int64
 	for _, v := range votes {
-		if v.answered && v.err == nil && v.r.code == acquired {
+		if v.answered && v.err == nil && v.r.code == 1 {
 			fence = max(fence, v.r.value)
 		}
 	}
 	at := 0 // nodes that hold the fence already
 	lower := make([]bool, len(votes))
 	for i, v := range votes {
-		if v.answered && v.err == nil && v.r.code == acquired {
+		if v.answered && v.err == nil && v.r.code == 1 {
 			if v.r.value == fence {
 				at++
 			} else {
@@ -211,37 +244,20 @@ func (q *quorum) raiseFence(o op, votes []vote, sent time.Time) (reply, error) {
 			}
 		}
 	}
-	r := reply{code: acquired, value: fence}
-	if at < q.need {
-		// Not on a quorum yet: Lock.Fence stores it there when first asked.
-		r.raise = &fenceRaise{q: q, o: op{kind: opRaiseFence, keys: o.keys, token: o.token, fence: fence}, at: at, lower: lower}
+	if n, _ := count(votes, 1); n < need {
+		return 0, false
 	}
-	if !time.Now().Before(sent.Add(o.ttl - drift(o.ttl))) {
-		return reply{}, fmt.Errorf("%w: %s: a quorum granted it, but its validity ran out first: %v", ErrNotObtained, quoteKey(o.key()), time.Since(sent))
+	if at < need {
+		o.fence = fence
+		raised, _ := f.q.round(ctx, o, lower, func(votes []vote) bool {
+			n, _ := count(votes, 1)
+			return at+n >= need
+		})
+		if n, _ := count(raised, 1); at+n < need {
+			return 0, false
+		}
 	}
-	return r, nil
-}
-
-// fenceRaise is the second step of a Redlock fence: storing the largest
-// fence of the acquire on the nodes of the quorum that handed out less,
-// where the lock is still ours, until a quorum holds it. Only then may the
-// fence be used: any later holder's quorum shares a node with this one, on
-// which its fence comes out larger.
-type fenceRaise struct {
-	q     *quorum
-	o     op     // opRaiseFence
-	at    int    // nodes that hold the fence already
-	lower []bool // nodes that granted the lock with a lower fence
-}
-
-// run raises the fence, and reports whether a quorum holds it.
-func (f *fenceRaise) run(ctx context.Context) bool {
-	raised, _ := f.q.round(ctx, f.o, f.lower, func(votes []vote) bool {
-		n, _ := count(votes, 1)
-		return f.at+n >= f.q.need
-	})
-	n, _ := count(raised, 1)
-	return f.at+n >= f.q.need
+	return fence, true
 }
 
 // Why an acquire without a quorum failed, as lost tells it.
@@ -476,13 +492,24 @@ func (q *quorum) refreshMany(ctx context.Context, locks []*Lock) []refreshResult
 }
 
 // leastTTL returns the least time to live (value) among the answers that
-// match, ignoring those without expiry; -1 if there is none.
+// match, ignoring those without expiry; -1 if there is none, unknownTTL if
+// the answers do not tell.
 func leastTTL(votes []vote, match func(reply) bool) int64 {
 	least := int64(-1)
+	unknown := false
 	for _, v := range votes {
-		if v.answered && v.err == nil && match(v.r) && v.r.value >= 0 && (least < 0 || v.r.value < least) {
+		if !v.answered || v.err != nil || !match(v.r) {
+			continue
+		}
+		switch {
+		case v.r.value == unknownTTL:
+			unknown = true
+		case v.r.value >= 0 && (least < 0 || v.r.value < least):
 			least = v.r.value
 		}
+	}
+	if least < 0 && unknown {
+		return unknownTTL
 	}
 	return least
 }
@@ -539,8 +566,10 @@ func (q *quorum) error(o op, summary string, votes []vote) error {
 //
 // Each round asks all nodes at once and waits for a node at most the node
 // timeout (WithNodeTimeout), so a slow or dead minority does not slow an
-// acquire down. The fence of a Redlock lock is the largest fence any node of
-// the quorum handed out, stored back on a quorum before Obtain returns, so
+// acquire down. An acquire is a plain SET NX on each node, which does not
+// tell a waiter how long the holder has left: between release messages it
+// sleeps its Backoff's delays. The fence
+// of a Redlock lock is handed out by the quorum at the first Lock.Fence, so
 // fences increase across holders whatever quorums they get. See
 // docs/safety.md for what Redlock assumes about clocks and restarts.
 //
@@ -566,7 +595,9 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 			return nil, fmt.Errorf("%w: node %d of NewRedlock is given twice", ErrInvalidOption, i)
 		}
 		seen[rdb] = true
-		q.nodes = append(q.nodes, newNode(rdb, cfg.ack))
+		n := newNode(rdb, cfg.ack)
+		n.fenceless = true
+		q.nodes = append(q.nodes, n)
 		c.subs = append(c.subs, newSubscriber(rdb, c.logger))
 	}
 	c.quorum, c.nodes = q, q.nodes

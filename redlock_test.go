@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -430,4 +431,47 @@ func TestRedlockHeldWithNodeDown(t *testing.T) {
 		t.Fatalf("Obtain with a node down, released meanwhile: %v", err)
 	}
 	_ = lock.Release(context.Background())
+}
+
+// A Redlock acquire is a SET NX on each node: a key of another type is
+// ErrWrongType, a held lock ErrNotObtained (without the holder's ttl, which
+// SET does not tell).
+func TestRedlockAcquireReplies(t *testing.T) {
+	t.Parallel()
+	e := setupQuorum(t, 3)
+	ctx := context.Background()
+	key := testKey(t)
+	for _, r := range e.rdbs {
+		r.LPush(ctx, key+":list", "x")
+	}
+	if _, err := e.locker.TryObtain(ctx, key+":list", time.Minute); !errors.Is(err, dlock.ErrWrongType) {
+		t.Errorf("TryObtain of a list = %v, want ErrWrongType", err)
+	}
+	holder, err := e.locker.TryObtain(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.locker.TryObtain(ctx, key, time.Minute)
+	if !errors.Is(err, dlock.ErrNotObtained) || !strings.HasSuffix(err.Error(), "is held by another holder") {
+		t.Errorf("TryObtain while held = %v, want ErrNotObtained: held by another holder", err)
+	}
+	if holder.Fence() <= 0 {
+		t.Errorf("Fence = %d, want > 0", holder.Fence())
+	}
+}
+
+// A Redlock lock lost before its first Fence has no fence: 0.
+func TestRedlockFenceOfLostLock(t *testing.T) {
+	t.Parallel()
+	e := setupQuorum(t, 3)
+	key := testKey(t)
+	lock, err := e.locker.TryObtain(context.Background(), key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rdbs[0].Del(context.Background(), key)
+	e.rdbs[1].Del(context.Background(), key)
+	if f := lock.Fence(); f != 0 {
+		t.Errorf("Fence of a lock held on 1 of 3 nodes = %d, want 0", f)
+	}
 }

@@ -1,27 +1,40 @@
--- raise_fence.lua: Redlock, after a quorum granted the lock: store the
--- quorum's fence (the largest any of its nodes handed out) on this node, so
--- that the next holder's fence, on any quorum, is larger.
+-- raise_fence.lua: Redlock's fences. A quorum's acquire hands out no fence;
+-- the first Lock.Fence has each node that holds the lock hand one out here
+-- (ARGV[2] = 0), takes the largest, and stores that on the nodes that handed
+-- out less (ARGV[2] = that fence), so that it is on a quorum and the next
+-- holder's fence, on any quorum, is larger.
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the fence key
 -- ARGV[1]  the caller's token
--- ARGV[2]  the quorum's fence
+-- ARGV[2]  0: hand out a fence; otherwise the quorum's fence, to store
 --
--- Returns 1 when the lock is still the caller's here and the fence key now
--- holds at least ARGV[2], 0 when the lock is not the caller's (then nothing
--- is written: a holder that lost the lock must not raise the fence of the
--- next one's node after the fact).
+-- Returns {1, fence} when the lock is still the caller's here and the fence
+-- key now holds fence: a new one is max(last fence + 1, server time in
+-- microseconds), as in acquire.lua; a stored one is at least ARGV[2].
+-- Returns {0, 0} when the lock is not the caller's; then nothing is written:
+-- a holder that lost the lock must not raise the fence of the next one's
+-- node after the fact.
+--
+-- The fence key lives as long as the lock: refresh.lua extends it too.
 if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
+  return {0, 0}
 end
 local fence = tonumber(ARGV[2])
 local last = tonumber(redis.pcall('GET', KEYS[2]))
-if not last or last < fence then
-  local pttl = redis.call('PTTL', KEYS[1])
-  if pttl > 0 then
-    redis.call('SET', KEYS[2], ARGV[2], 'PX', pttl)
-  else
-    redis.call('SET', KEYS[2], ARGV[2])
+if fence == 0 then
+  local t = redis.call('TIME')
+  fence = t[1] * 1000000 + t[2]
+  if last and last >= fence then
+    fence = last + 1
   end
+elseif last and last >= fence then
+  return {1, last}
 end
-return 1
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl > 0 then
+  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', pttl)
+else
+  redis.call('SET', KEYS[2], string.format('%d', fence))
+end
+return {1, fence}

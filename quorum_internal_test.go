@@ -1,8 +1,12 @@
 package dlock
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock/redistest"
 )
 
 // TestQuorumLost checks why an acquire without a quorum of 5 failed, with
@@ -40,5 +44,27 @@ func TestQuorumLost(t *testing.T) {
 		if got := q.lost(tt.votes, true); got != tt.final {
 			t.Errorf("%s: at its end: %d, want %d", tt.name, got, tt.final)
 		}
+	}
+}
+
+// The SET NX GET of a Redlock node finds a key that holds its own token
+// (go-redis resent the command after a lost reply) and takes it as its own.
+func TestFencelessAcquireResent(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t).Client()
+	n := newNode(rdb, replicaAck{})
+	n.fenceless = true
+	o := op{kind: opAcquire, keys: lockKeys("test:resent"), token: newToken(), ttl: time.Minute}
+	for i := range 2 {
+		r, err := n.run(context.Background(), o)
+		if err != nil || r.code != acquired {
+			t.Fatalf("acquire %d = %+v, %v; want acquired", i+1, r, err)
+		}
+	}
+	other := o
+	other.token = newToken()
+	r, err := n.run(context.Background(), other)
+	if err != nil || r.code != held || r.value != unknownTTL {
+		t.Errorf("acquire by another = %+v, %v; want held, PTTL unknown", r, err)
 	}
 }
