@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -584,6 +585,12 @@ func (s *subscriber) plan() (subs, unsubs []string) {
 				delete(s.channels, channel)
 			}
 		}
+	}
+	// Our own channel first: Redis confirms a SUBSCRIBE's channels in
+	// order, so once a lock's channel is confirmed, so is ours, and a fair
+	// waiter can name it (handoffChannel).
+	if i := slices.Index(subs, s.self); i > 0 {
+		subs[0], subs[i] = subs[i], subs[0]
 	}
 	return subs, unsubs
 }
