@@ -21,13 +21,14 @@ type op struct {
 	notify string
 	fence  int64       // raise fence only
 	after  *stragglers // Redlock calls of a Lock: its acquire's nodes still to answer
+	quiet  bool        // release: publish nothing (see quorum.undo)
 }
 
 // undo returns the op that takes back what the acquire o may have done:
 // release the lock if it holds o's token, and in fair mode also leave the
 // queue (and pass the turn on).
 func (o op) undo() op {
-	u := op{kind: opRelease, keys: o.keys, token: o.token, ttl: o.ttl, notify: o.notify}
+	u := op{kind: opRelease, keys: o.keys, token: o.token, ttl: o.ttl, notify: o.notify, after: o.after}
 	if o.fair() {
 		u.kind = opLeave
 	}

@@ -66,6 +66,9 @@ func (n *node) run(ctx context.Context, o op) (reply, error) {
 		if o.fair() {
 			return n.fairRelease(ctx, o.keys, o.token)
 		}
+		if o.quiet {
+			return n.exec(ctx, "release", releaseScript, o.keys, o.token, "quiet")
+		}
 		return n.release(ctx, o.keys, o.token)
 	case opLeave:
 		return n.fairLeave(ctx, o)

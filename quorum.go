@@ -95,6 +95,15 @@ type stragglers struct {
 	pending []bool          // by node: had not answered
 }
 
+// unanswered tells, by node, which votes had not answered.
+func unanswered(votes []vote) []bool {
+	pending := make([]bool, len(votes))
+	for i, v := range votes {
+		pending[i] = !v.answered
+	}
+	return pending
+}
+
 // of returns what a call to node i has to wait for first: nil unless i is
 // a straggler.
 func (s *stragglers) of(i int) *sync.WaitGroup {
@@ -132,9 +141,9 @@ func (q *quorum) run(ctx context.Context, o op) (reply, error) {
 	}
 }
 
-// acquire takes the lock on a quorum (see raiseFence for its fence). If
-// that fails, it releases on every node, including those that did not
-// answer in time: their acquire may still land.
+// acquire takes the lock on a quorum (see decide for its fence). If that
+// fails, it takes the attempt back on every node that may have granted it,
+// including those that did not answer in time (see undo).
 func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
 	sent := time.Now()
 	// Done once a quorum said yes, or none is possible any more and the
@@ -148,7 +157,7 @@ func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
 		}
 		return len(votes)-no < q.need && q.lost(votes, false) != lostUnknown
 	})
-	r, err := q.raiseFence(o, votes, sent)
+	r, err := q.decide(o, votes, sent)
 	if err != nil && ctx.Err() != nil {
 		// The round was cut short by the context: say so, so that Obtain
 		// reports a lock it found held at its last full attempt as such.
@@ -156,13 +165,9 @@ func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
 	}
 	switch {
 	case r.code != acquired && slices.ContainsFunc(votes, mayHold):
-		q.releaseAfter(wg, o)
+		q.undo(ctx, wg, votes, o)
 	case r.code == acquired && q.pending(votes) > 0:
-		pending := make([]bool, len(votes))
-		for i, v := range votes {
-			pending[i] = !v.answered
-		}
-		r.stragglers = &stragglers{wg: wg, pending: pending}
+		r.stragglers = &stragglers{wg: wg, pending: unanswered(votes)}
 	}
 	return r, err
 }
@@ -184,11 +189,11 @@ func (q *quorum) pending(votes []vote) int {
 	return n
 }
 
-// raiseFence decides an acquire round. With a quorum and time left, the
+// decide decides an acquire round. With a quorum and time left, the
 // lock is ours. Its fence is handed out by the quorum when Lock.Fence first
 // asks for it (fenceRaise), so an acquire costs one round of plain SET
 // commands, and only holders that use fences pay for them.
-func (q *quorum) raiseFence(o op, votes []vote, sent time.Time) (reply, error) {
+func (q *quorum) decide(o op, votes []vote, sent time.Time) (reply, error) {
 	yes, failed := count(votes, acquired)
 	if yes < q.need {
 		return q.lose(o, votes, yes, failed)
@@ -325,16 +330,38 @@ func (q *quorum) lose(o op, votes []vote, yes, failed int) (reply, error) {
 	return reply{}, q.error(o, summary, votes)
 }
 
-// releaseAfter releases the lock on every node once the stragglers of the
-// acquire round have answered, in the background.
-func (q *quorum) releaseAfter(wg *sync.WaitGroup, o op) {
-	if !q.c.track() {
+// undo takes back the failed acquire o, quietly (no release message: the
+// lock is still another holder's, and a message would only wake this
+// caller for nothing): at once on the nodes that granted it, so that the
+// caller's next attempt does not find them taken by this one; in the
+// background on the nodes that failed or had not answered, whose grant may
+// still land (see stragglers).
+func (q *quorum) undo(ctx context.Context, wg *sync.WaitGroup, votes []vote, o op) {
+	u := o.undo()
+	u.quiet = true
+	granted := make([]bool, len(votes))
+	unsure := make([]bool, len(votes))
+	anyGranted, anyUnsure := false, false
+	for i, v := range votes {
+		switch {
+		case v.answered && v.err == nil && v.r.code == acquired:
+			granted[i], anyGranted = true, true
+		case !v.answered || v.err != nil:
+			unsure[i], anyUnsure = true, true
+		}
+	}
+	if anyGranted {
+		q.round(ctx, u, granted, nil)
+	}
+	if !anyUnsure || !q.c.track() {
 		return
 	}
+	u.after = &stragglers{wg: wg, pending: unanswered(votes)}
 	go func() {
 		defer q.c.wg.Done()
-		wg.Wait()
-		q.c.releaseLate(o)
+		ctx, cancel := context.WithTimeout(context.Background(), o.ttl)
+		defer cancel()
+		q.round(ctx, u, unsure, nil)
 	}()
 }
 

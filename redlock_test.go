@@ -475,3 +475,35 @@ func TestRedlockFenceOfLostLock(t *testing.T) {
 		t.Errorf("Fence of a lock held on 1 of 3 nodes = %d, want 0", f)
 	}
 }
+
+// A Redlock attempt that fails takes back the nodes that granted it (those
+// that answered in time before it returns, so that the caller's next
+// attempt does not find them taken by this one), and quietly: the lock is
+// still another's, and a release message would only wake waiters for
+// nothing.
+func TestRedlockFailedAttemptTakenBack(t *testing.T) {
+	t.Parallel()
+	e := setupQuorum(t, 3)
+	ctx := context.Background()
+	key := testKey(t)
+	for _, r := range e.rdbs[:2] {
+		r.Set(ctx, key, "another holder", time.Minute)
+	}
+	channel := "dlock:fence{" + key + "}"
+	bystander := e.rdbs[2].Subscribe(ctx, channel)
+	defer bystander.Close()
+	if _, err := bystander.Receive(ctx); err != nil { // the confirmation
+		t.Fatal(err)
+	}
+	if _, err := e.locker.TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
+		t.Fatalf("TryObtain held on 2 of 3 = %v, want ErrNotObtained", err)
+	}
+	for deadline := time.Now().Add(2 * time.Second); e.rdbs[2].Exists(ctx, key).Val() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the node that granted the failed attempt still has the key 2s later")
+		}
+	}
+	if msg, err := bystander.ReceiveTimeout(ctx, 100*time.Millisecond); err == nil {
+		t.Errorf("taking the failed attempt back published %v, want nothing", msg)
+	}
+}
