@@ -31,7 +31,7 @@ type Lock struct {
 	cancel  context.CancelCauseFunc // of life
 	expiry  *time.Timer             // without auto-renew: ends the lock at Until, once life exists
 	renewed bool                    // WithAutoRenew: the Client's renewer refreshes it
-	raise   *fenceRaise             // Redlock: stores fence on a quorum at the first Fence
+	raise   *fenceRaise             // Redlock: hands out the fence, on a quorum, at the first Fence
 	// Redlock: the acquire's nodes that had not answered; calls to them
 	// wait for them (set before the Lock is shared, then only read)
 	stragglers *stragglers
