@@ -151,7 +151,9 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 // ErrNotObtained and the context's error (context.DeadlineExceeded or
 // context.Canceled), so a caller can tell "held by someone else" from
 // "Redis failed". Obtain waits only for the lock, not for Redis: an error
-// from Redis (down, refusing, a key of another type) ends it at once.
+// from Redis (down, refusing, a key of another type) ends it at once. So
+// does Close: a waiting Obtain returns ErrClosed, and a fair waiter leaves
+// its queue first.
 func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
 	cfg, err := c.check(key, ttl, opts)
 	if err != nil {

@@ -398,3 +398,38 @@ func TestFairHandoffRestrictedPublisher(t *testing.T) {
 		t.Errorf("the waiter got the lock %v after the release, want it told at once", d)
 	}
 }
+
+// Close ends the Obtain calls waiting on the Client at once, with
+// ErrClosed, and a fair waiter leaves its queue before it returns, so the
+// waiters of other Clients do not wait for its lease to run out.
+func TestCloseEndsWaitingObtains(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	holder := mustObtain(t, e.locker, key, time.Minute)
+	closing := newLocker(t, e.srv.Client())
+	ended := make(chan error, 2)
+	for _, opts := range [][]dlock.ObtainOption{{noPolling}, {noPolling, dlock.WithFair()}} {
+		go func() {
+			_, err := closing.Obtain(timeout(t, 30*time.Second), key, time.Minute, opts...)
+			ended <- err
+		}()
+	}
+	waitQueued(t, e.rdb, key, 1)
+	waitSubscribed(t, e, key)
+	time.Sleep(20 * time.Millisecond) // the plain waiter is asleep too
+	start := time.Now()
+	closing.Close()
+	for range 2 {
+		if err := <-ended; !errors.Is(err, dlock.ErrClosed) {
+			t.Errorf("a waiting Obtain after Close: %v, want ErrClosed", err)
+		}
+	}
+	if took := time.Since(start); took > dlock.FairLease/6 {
+		t.Errorf("the waiting Obtains returned %v after Close, want at once", took)
+	}
+	if n := e.rdb.ZCard(context.Background(), queueKey(key)).Val(); n != 0 {
+		t.Errorf("%d waiters left in the queue after Close, want the closed Client's gone", n)
+	}
+	_ = holder.Release(context.Background())
+}

@@ -207,6 +207,7 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration) bool {
 	select {
 	case <-w.timer.C:
 	case <-w.wake:
+	case <-w.c.done: // Close: the next try says ErrClosed
 	case <-ctx.Done():
 		return false
 	}
@@ -241,10 +242,24 @@ func (w *waiter) handedOver(o op, sent time.Time) *Lock {
 }
 
 // leave takes a fair waiter that gives up out of the queue, in the
-// background, and lets the next one have its turn.
+// background, and lets the next one have its turn. Once the Client is
+// closed, it does so before Obtain returns, in the caller's goroutine: a
+// waiter that Close ended leaves at once, not when its lease runs out.
 func (w *waiter) leave(o op) {
-	w.c.releaseInBackground(o)
+	if w.c.track() {
+		go func() {
+			defer w.c.wg.Done()
+			w.c.releaseLate(o)
+		}()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(o.ttl, closedLeaveTimeout))
+	defer cancel()
+	_, _ = w.c.run(ctx, o.undo()) // best effort: else its lease runs out
 }
+
+// closedLeaveTimeout bounds the leave of a fair waiter ended by Close.
+const closedLeaveTimeout = time.Second
 
 func (w *waiter) stop() {
 	w.stopWatches()
