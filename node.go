@@ -205,18 +205,27 @@ func (n *node) acquire(ctx context.Context, keys []string, token any, ttl time.D
 }
 
 // acquireFenceless replies as acquire does, with fence 0, for a node of a
-// Redlock quorum: a plain SET NX PX takes the lock, a third of the script's
-// time on the server. Only if it did not is the key read, to tell a key of
+// Redlock quorum: a plain SET NX PX takes the lock, pipelined with the
+// upkeep of its side key, a fraction of the script's time on the server. Only if it did not is the key read, to tell a key of
 // another type (WRONGTYPE), and our own token (go-redis resent the SET
 // after a lost reply) from another holder's. A held reply does not tell the
 // holder's PTTL (unknownTTL): asking would cost one more command, mostly
 // for nothing, as a minority of nodes that have not seen the last release
 // yet is common and does not stop a quorum.
 func (n *node) acquireFenceless(ctx context.Context, o op) (reply, error) {
-	key := o.key()
+	key, side := o.key(), o.keys[1]
 	// SetNX's reply is a bool, so a lock found held is no redis.Nil error,
-	// which go-redis would examine at length for a retry.
-	set, err := n.rdb.SetNX(ctx, key, o.token, o.ttl).Result()
+	// which go-redis would examine at length for a retry. The side key is
+	// how Scan finds the lock: created empty if it is missing (a fence
+	// handed out later goes there), made to live at least as long as the
+	// lock if it is there (a fence of an earlier holder, which it keeps).
+	// On a lock held by another, the two change nothing that matters.
+	pipe := n.rdb.Pipeline()
+	setCmd := pipe.SetNX(ctx, key, o.token, o.ttl)
+	pipe.SetNX(ctx, side, "", o.ttl)
+	pipe.Do(ctx, "PEXPIRE", side, o.ttl.Milliseconds(), "GT")
+	_, err := pipe.Exec(ctx)
+	set := setCmd.Val()
 	switch {
 	case err != nil:
 		return reply{}, n.wrap("acquire", key, err)

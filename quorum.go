@@ -593,9 +593,10 @@ func (q *quorum) error(o op, summary string, votes []vote) error {
 //
 // Each round asks all nodes at once and waits for a node at most the node
 // timeout (WithNodeTimeout), so a slow or dead minority does not slow an
-// acquire down. An acquire is a plain SET NX on each node, which does not
-// tell a waiter how long the holder has left: between release messages it
-// sleeps its Backoff's delays. The fence
+// acquire down. An acquire is a plain SET NX on each node (pipelined with
+// the upkeep of its side key), which does not tell a waiter how long the
+// holder has left: between release messages it sleeps its Backoff's
+// delays. The fence
 // of a Redlock lock is handed out by the quorum at the first Lock.Fence, so
 // fences increase across holders whatever quorums they get. See
 // docs/safety.md for what Redlock assumes about clocks and restarts.

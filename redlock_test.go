@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -505,5 +506,41 @@ func TestRedlockFailedAttemptTakenBack(t *testing.T) {
 	}
 	if msg, err := bystander.ReceiveTimeout(ctx, 100*time.Millisecond); err == nil {
 		t.Errorf("taking the failed attempt back published %v, want nothing", msg)
+	}
+}
+
+// Scan finds the locks of a Redlock, each once, before any Fence was asked
+// for, through the side key each acquire leaves; a fence handed out later
+// shows in Inspect.
+func TestRedlockScan(t *testing.T) {
+	t.Parallel()
+	e := setupQuorum(t, 3)
+	ctx := context.Background()
+	key := testKey(t)
+	var held []*dlock.Lock
+	for _, k := range []string{key + ":a", key + ":b"} {
+		lock, err := e.locker.TryObtain(ctx, k, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, lock)
+	}
+	var got []string
+	for info, err := range e.locker.Scan(timeout(t, 10*time.Second), key+":*") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !info.Held || info.Token == "" {
+			t.Errorf("Scan yielded %+v, want a held lock with a token", info)
+		}
+		got = append(got, info.Key)
+	}
+	slices.Sort(got)
+	if want := []string{key + ":a", key + ":b"}; !slices.Equal(got, want) {
+		t.Errorf("Scan = %q, want %q", got, want)
+	}
+	fence := held[0].Fence()
+	if info, err := e.locker.Inspect(ctx, key+":a"); err != nil || info.Fence != fence || fence <= 0 {
+		t.Errorf("Inspect after Fence = %+v, %v; want fence %d", info, err, fence)
 	}
 }
