@@ -219,13 +219,15 @@ func (n *node) acquireFenceless(ctx context.Context, o op) (reply, error) {
 	// how Scan finds the lock: created empty if it is missing (a fence
 	// handed out later goes there), made to live at least as long as the
 	// lock if it is there (a fence of an earlier holder, which it keeps).
-	// On a lock held by another, the two change nothing that matters.
+	// On a lock held by another, the two change nothing that matters. Their
+	// own errors are ignored: Redis before 7.0 has no PEXPIRE GT, and the
+	// side key only helps Scan.
 	pipe := n.rdb.Pipeline()
 	setCmd := pipe.SetNX(ctx, key, o.token, o.ttl)
 	pipe.SetNX(ctx, side, "", o.ttl)
 	pipe.Do(ctx, "PEXPIRE", side, o.ttl.Milliseconds(), "GT")
-	_, err := pipe.Exec(ctx)
-	set := setCmd.Val()
+	_, _ = pipe.Exec(ctx)
+	set, err := setCmd.Result()
 	switch {
 	case err != nil:
 		return reply{}, n.wrap("acquire", key, err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -66,5 +68,42 @@ func TestFencelessAcquireResent(t *testing.T) {
 	r, err := n.run(context.Background(), other)
 	if err != nil || r.code != held || r.value != unknownTTL {
 		t.Errorf("acquire by another = %+v, %v; want held, PTTL unknown", r, err)
+	}
+}
+
+// refusePExpireGT answers PEXPIRE ... GT as Redis before 7.0 does.
+type refusePExpireGT struct{}
+
+func (refusePExpireGT) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (refusePExpireGT) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (refusePExpireGT) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if cmd.Name() == "pexpire" {
+				cmd.SetErr(errors.New("ERR Unsupported option GT"))
+				err = cmd.Err()
+			}
+		}
+		return err
+	}
+}
+
+// The upkeep of the side key does not decide an acquire: on a Redis that
+// refuses PEXPIRE GT (before 7.0) the lock is still taken, and found by
+// Scan through the side key SET NX created.
+func TestFencelessAcquireWithoutPExpireGT(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t).Client()
+	rdb.AddHook(refusePExpireGT{})
+	n := newNode(rdb, replicaAck{})
+	n.fenceless = true
+	o := op{kind: opAcquire, keys: lockKeys("test:nogt"), token: newToken(), ttl: time.Minute}
+	r, err := n.run(context.Background(), o)
+	if err != nil || r.code != acquired {
+		t.Fatalf("acquire = %+v, %v; want acquired", r, err)
+	}
+	if pttl := rdb.PTTL(context.Background(), o.keys[1]).Val(); pttl <= 0 {
+		t.Errorf("side key PTTL = %v, want it set with the lock", pttl)
 	}
 }
