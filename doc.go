@@ -62,8 +62,9 @@
 //
 // A lock uses its key as given, so other clients see and respect it, plus
 // side keys in the key's Cluster slot: "dlock:fence..." followed by the key
-// keeps the last fence while the lock lives, and its name is also the
-// channel a release is published on; in fair mode "dlock:queue..." and
+// keeps the last fence while the lock lives (on a Redlock, it is empty until
+// the first Lock.Fence), and its name is also the channel a release is
+// published on; in fair mode "dlock:queue..." and
 // "dlock:lease..." hold the waiters, and expire when nobody waits. Lock keys
 // may be any bytes, including binary data and Unicode; keys of any other
 // Redis type are refused with ErrWrongType.
