@@ -28,11 +28,10 @@ func newTestSubscriber(t *testing.T, rdb redis.UniversalClient, logger *slog.Log
 	return s
 }
 
-// A channel stays subscribed a while after its last watcher left, so the
-// waiters of a busy lock do not SUBSCRIBE and UNSUBSCRIBE each time; then
-// it goes.
-func TestSubscriberLinger(t *testing.T) {
-	t.Parallel()
+// lingering returns a subscriber whose channels linger 300 ms, and a
+// channel it has just stopped watching, which lingers.
+func lingering(t *testing.T) (*redis.Client, *subscriber, string) {
+	t.Helper()
 	rdb := redistest.NewServer(t).Client()
 	s := newTestSubscriber(t, rdb, nil)
 	s.linger = 300 * time.Millisecond
@@ -42,6 +41,15 @@ func TestSubscriberLinger(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.stop()
+	return rdb, s, channel
+}
+
+// A channel stays subscribed a while after its last watcher left, so the
+// waiters of a busy lock do not SUBSCRIBE and UNSUBSCRIBE each time; then
+// it goes.
+func TestSubscriberLinger(t *testing.T) {
+	t.Parallel()
+	rdb, s, channel := lingering(t)
 	again := s.watchIfSubscribed(channel, "")
 	if again == nil {
 		t.Fatal("the channel did not linger after its last watcher left")
@@ -66,15 +74,7 @@ func TestSubscriberLinger(t *testing.T) {
 // not keep a lingering channel subscribed.
 func TestSubscriberLingerNotKeptByUnusedWatches(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.NewServer(t).Client()
-	s := newTestSubscriber(t, rdb, nil)
-	s.linger = 300 * time.Millisecond
-	channel := subChannel(t, "a")
-	w, err := s.watch(subCtx(t, 5*time.Second), channel, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.stop()
+	_, s, channel := lingering(t)
 	deadline := time.Now().Add(6 * time.Second) // the sweep runs every linger/2 of the default
 	for {
 		unused := s.watchIfSubscribed(channel, "")
