@@ -56,7 +56,14 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 	// the queue with it at once.
 	wasHeld := false // an attempt found the lock held
 	var sent time.Time
-	for sleeps := 0; ; {
+	for sleeps, attempts := 0, 0; ; attempts++ {
+		if attempts > 0 && w.c.quorum != nil {
+			// A fresh token for every attempt on a Redlock: a failed attempt
+			// is taken back in the background on the nodes that had not
+			// answered, and with the same token that would delete what a
+			// later attempt won there.
+			o.token = newToken()
+		}
 		sent = time.Now()
 		lock, r, err := w.c.try(ctx, o, w.cfg)
 		if !errors.Is(err, ErrNotObtained) {
@@ -90,9 +97,6 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 		}
 		if lock := w.handedOver(o, sent); lock != nil {
 			return lock, nil
-		}
-		if !w.cfg.fair {
-			o.token = newToken() // a fresh token, so a late clean-up of this attempt touches nothing later
 		}
 	}
 }
