@@ -16,8 +16,8 @@ import (
 // stalled Redis does not stop the loop from declaring locks lost on time.
 //
 // A lock is refreshed a third of its ttl after its last acquire or refresh
-// was sent. Locks due within a sixth of their ttl of the first one go in
-// the same batch: a little early, never late. A refresh that answers "not
+// was sent. Locks due within a sixth of their ttl go in the batch of a lock
+// that is due: a little early, never late. A refresh that answers "not
 // held" ends the lock at once; one that fails is retried until the lock's
 // validity (Until) runs out, and then the lock is lost.
 type renewer struct {
@@ -112,7 +112,10 @@ func (r *renewer) due(now time.Time) (batch, expired []*Lock, wait time.Duration
 		case !now.Before(until):
 			heap.Pop(&r.locks)
 			expired = append(expired, l)
-		case l.renew.inflight || now.Add(l.ttl/6).Before(l.renew.at):
+		case l.renew.inflight || now.Before(l.renew.at) && (len(batch) == 0 || now.Add(l.ttl/6).Before(l.renew.at)):
+			// Not due: the first of a batch must be due, the others may be
+			// a little early. (An early first one would make a failed
+			// refresh, retried a little later, due again at once.)
 			return batch, expired, l.renew.at.Sub(now)
 		default:
 			l.renew.inflight = true

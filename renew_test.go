@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/redistest"
 )
 
 // obtainRenewed obtains key with auto-renew or fails the test.
@@ -293,5 +294,44 @@ func TestAutoRenewAfterScriptFlush(t *testing.T) {
 	time.Sleep(3 * ttl)
 	if !isOpen(lock) {
 		t.Fatalf("lock lost after SCRIPT FLUSH: %v", lock.Err())
+	}
+}
+
+// A renewed lock whose refreshes fail, here because Redis refuses
+// connections, retries them every ttl/20, not as fast as it can: the loss
+// is declared at Until either way.
+func TestAutoRenewRetriesAtItsInterval(t *testing.T) {
+	t.Parallel()
+	const ttl = 600 * time.Millisecond
+	srv := redistest.NewServer(t)
+	rdb := srv.Client(func(o *redis.Options) {
+		o.MaxRetries, o.DialerRetries = -1, 1
+	})
+	var refreshes atomic.Int64
+	rdb.AddHook(pipelineCounter{&refreshes})
+	locker := newLocker(t, rdb)
+	lock := obtainRenewed(t, locker, testKey(t), ttl)
+	srv.Kill()
+	waitDone(t, lock, 10*ttl)
+	if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) {
+		t.Errorf("Err = %v, want ErrLockLost", err)
+	}
+	// From the first refresh, at ttl/3, to the loss, before ttl: at most
+	// about (2/3)ttl / (ttl/20) = 14 attempts.
+	if n := refreshes.Load(); n < 1 || n > 20 {
+		t.Errorf("%d refresh attempts while Redis refused connections, want 1 to 20 (one every ttl/20)", n)
+	}
+}
+
+// pipelineCounter is a go-redis hook counting pipelines, which is how the
+// renewer sends its refreshes.
+type pipelineCounter struct{ n *atomic.Int64 }
+
+func (pipelineCounter) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
 	}
 }
