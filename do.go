@@ -57,7 +57,7 @@ func (l *Lock) finish(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.ttl)
+	ctx, cancel := context.WithTimeout(ctx, l.currentTTL())
 	defer cancel()
 	err := l.Release(ctx)
 	if errors.Is(err, ErrNotHeld) {

@@ -21,7 +21,7 @@ type Lock struct {
 	fence  int64
 	keys   []string      // the scripts' KEYS, from the acquire
 	arg    any           // token, boxed once for the scripts' ARGV
-	ttl    time.Duration // of the acquire, and of every automatic refresh
+	ttl    atomic.Int64  // of the acquire or the last Refresh, and of every automatic refresh
 	until  atomic.Int64  // validity deadline, nanoseconds after client.epoch
 	gone   atomic.Bool   // released, or found not held: no need to ask Redis again
 
@@ -42,7 +42,8 @@ type Lock struct {
 // newLock returns the Lock that the acquire o obtained, with the fence it
 // got. It keeps the acquire's keys and boxed token for its own calls.
 func (c *Client) newLock(o op, fence int64, sent time.Time) *Lock {
-	l := &Lock{client: c, key: o.key(), token: o.token.(string), fence: fence, keys: o.keys, arg: o.token, ttl: o.ttl}
+	l := &Lock{client: c, key: o.key(), token: o.token.(string), fence: fence, keys: o.keys, arg: o.token}
+	l.ttl.Store(int64(o.ttl))
 	l.setUntil(sent, o.ttl)
 	return l
 }
@@ -88,11 +89,21 @@ func (l *Lock) Until() time.Time {
 	return l.client.epoch.Add(time.Duration(l.until.Load()))
 }
 
+// currentTTL is the ttl of the acquire or of the last Refresh: the one the
+// renewer keeps.
+func (l *Lock) currentTTL() time.Duration { return time.Duration(l.ttl.Load()) }
+
+// until returns the validity deadline of an acquire or refresh sent at sent
+// with ttl, in nanoseconds after client.epoch, as kept in l.until.
+func (l *Lock) untilOf(sent time.Time, ttl time.Duration) int64 {
+	ttl = ttl.Truncate(time.Millisecond)
+	return int64(sent.Sub(l.client.epoch) + ttl - drift(ttl))
+}
+
 // setUntil sets the validity deadline of an acquire or refresh sent at sent
 // with ttl, of which Redis got the whole milliseconds.
 func (l *Lock) setUntil(sent time.Time, ttl time.Duration) {
-	ttl = ttl.Truncate(time.Millisecond)
-	l.until.Store(int64(sent.Sub(l.client.epoch) + ttl - drift(ttl)))
+	l.until.Store(l.untilOf(sent, ttl))
 }
 
 // Release releases the lock if it is still ours. It returns an error
@@ -122,6 +133,12 @@ func (l *Lock) Release(ctx context.Context) error {
 // Refresh sets the lock's time to live to ttl, counted from now, if it is
 // still ours, and moves Until accordingly. It returns an error wrapping
 // ErrNotHeld if the lock is not ours any more; then it changes nothing.
+//
+// On a lock renewed automatically (WithAutoRenew, Client.Do), ttl is the
+// time to live the renewer keeps from then on, a third of it after each
+// refresh. If an automatic refresh with the old ttl was on its way at the
+// same moment, Until counts from whichever of the two ends the lock first,
+// until the renewer has sent the new ttl again, at once.
 func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
@@ -138,6 +155,11 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 		l.end(l.lostError("refresh found it gone or taken"))
 		return l.notHeld("refresh")
 	}
+	if l.renewed {
+		l.client.renewer.refreshed(l, sent, ttl)
+		return nil
+	}
+	l.ttl.Store(int64(ttl))
 	l.setUntil(sent, ttl)
 	l.rearm()
 	return nil

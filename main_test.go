@@ -102,3 +102,16 @@ func value(t testing.TB, rdb *redis.Client, key string) string {
 	}
 	return v
 }
+
+// eventually fails the test unless cond becomes true within d. (The
+// package's internal tests have their own, in subscriber_test.go.)
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -404,7 +404,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*Lock, 
 	cmds := make([]*redis.Cmd, len(locks))
 	pipe := rdb.Pipeline()
 	for i, l := range locks {
-		cmds[i] = pipe.EvalSha(ctx, refreshScript.sha, l.keys, l.arg, l.ttl.Milliseconds())
+		cmds[i] = pipe.EvalSha(ctx, refreshScript.sha, l.keys, l.arg, l.renew.sentTTL.Milliseconds())
 	}
 	_, _ = pipe.Exec(ctx) // each command keeps its own error
 	var again []int
@@ -417,7 +417,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*Lock, 
 		pipe = rdb.Pipeline()
 		for _, i := range again {
 			l := locks[i]
-			cmds[i] = pipe.Eval(ctx, refreshScript.src, l.keys, l.arg, l.ttl.Milliseconds())
+			cmds[i] = pipe.Eval(ctx, refreshScript.src, l.keys, l.arg, l.renew.sentTTL.Milliseconds())
 		}
 		_, _ = pipe.Exec(ctx)
 	}

@@ -34,6 +34,11 @@ type renewState struct {
 	index    int       // in renewer.locks; -1 when not in it
 	at       time.Time // when to look at the lock next
 	inflight bool      // a refresh is on its way; at is then Until
+	// the ttl the refresh on its way sent; set before its batch starts,
+	// read by the batch
+	sentTTL time.Duration
+	gen     uint64 // counts the Lock.Refresh calls
+	sentGen uint64 // gen when the refresh on its way was sent
 }
 
 // add starts renewing l, which was just obtained.
@@ -51,7 +56,7 @@ func (r *renewer) add(l *Lock) error {
 		r.kick = make(chan struct{}, 1)
 		go r.loop()
 	}
-	l.renew.at = time.Now().Add(l.ttl / 3)
+	l.renew.at = time.Now().Add(l.currentTTL() / 3)
 	heap.Push(&r.locks, l)
 	if l.renew.index == 0 {
 		r.signal()
@@ -112,7 +117,7 @@ func (r *renewer) due(now time.Time) (batch, expired []*Lock, wait time.Duration
 		case !now.Before(until):
 			heap.Pop(&r.locks)
 			expired = append(expired, l)
-		case l.renew.inflight || now.Before(l.renew.at) && (len(batch) == 0 || now.Add(l.ttl/6).Before(l.renew.at)):
+		case l.renew.inflight || now.Before(l.renew.at) && (len(batch) == 0 || now.Add(l.currentTTL()/6).Before(l.renew.at)):
 			// Not due: the first of a batch must be due, the others may be
 			// a little early. (An early first one would make a failed
 			// refresh, retried a little later, due again at once.)
@@ -120,6 +125,7 @@ func (r *renewer) due(now time.Time) (batch, expired []*Lock, wait time.Duration
 		default:
 			l.renew.inflight = true
 			l.renew.at = until
+			l.renew.sentTTL, l.renew.sentGen = l.currentTTL(), l.renew.gen
 			heap.Fix(&r.locks, 0)
 			batch = append(batch, l)
 		}
@@ -134,9 +140,9 @@ func (r *renewer) refresh(batch []*Lock) {
 	// One attempt gets a sixth of the shortest ttl: go-redis would go on
 	// retrying a dead server for seconds, on an old Cluster slot map, while
 	// a fresh attempt a little later finds the new primary.
-	shortest := batch[0].ttl
+	shortest := batch[0].renew.sentTTL
 	for _, l := range batch[1:] {
-		shortest = min(shortest, l.ttl)
+		shortest = min(shortest, l.renew.sentTTL)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(shortest/6, minRefreshTimeout))
 	defer cancel()
@@ -158,16 +164,22 @@ func (r *renewer) record(sent time.Time, locks []*Lock, results []refreshResult)
 		res := results[i]
 		l.renew.inflight = false
 		switch {
+		case res.err == nil && res.held && l.renew.sentGen != l.renew.gen:
+			// A Refresh with another ttl went out meanwhile, and which of
+			// the two Redis ran last is unknown: trust the earlier end,
+			// and send the Refresh's ttl again now.
+			l.until.Store(min(l.until.Load(), l.untilOf(sent, l.renew.sentTTL)))
+			l.renew.at = now
 		case res.err == nil && res.held:
-			l.setUntil(sent, l.ttl)
-			l.renew.at = sent.Add(l.ttl / 3)
+			l.setUntil(sent, l.renew.sentTTL)
+			l.renew.at = sent.Add(l.renew.sentTTL / 3)
 		case res.err == nil:
 			heap.Remove(&r.locks, l.renew.index)
 			notHeld = append(notHeld, l)
 			continue
 		default:
 			// Try again soon; the loop ends the lock at Until.
-			l.renew.at = earlier(now.Add(retryDelay(l.ttl)), l.Until())
+			l.renew.at = earlier(now.Add(retryDelay(l.currentTTL())), l.Until())
 			r.c.logger.Debug("dlock: refresh failed; retrying", "key", quoteKey(l.key), "error", res.err)
 		}
 		heap.Fix(&r.locks, l.renew.index)
@@ -194,6 +206,30 @@ func earlier(a, b time.Time) time.Time {
 	return b
 }
 
+// refreshed takes the success of a Lock.Refresh of the renewed lock l, sent
+// at sent with ttl: the renewer keeps ttl from now on.
+func (r *renewer) refreshed(l *Lock, sent time.Time, ttl time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l.ttl.Store(int64(ttl))
+	switch {
+	case l.renew.index < 0: // lost or released meanwhile: nothing to renew
+		l.setUntil(sent, ttl)
+	case l.renew.inflight:
+		// A refresh with the old ttl is on its way: whichever Redis runs
+		// last sets the expiry. record trusts the earlier end then, and
+		// sends this ttl again.
+		l.renew.gen++
+		l.until.Store(min(l.until.Load(), l.untilOf(sent, ttl)))
+	default:
+		l.renew.gen++
+		l.setUntil(sent, ttl)
+		l.renew.at = sent.Add(ttl / 3)
+		heap.Fix(&r.locks, l.renew.index)
+		r.signal()
+	}
+}
+
 // lost ends l as lost. If Redis may still hold the key for it (the lock
 // timed out, nobody said it is gone), the key is released in the
 // background, so the next holder need not wait for its expiry.
@@ -201,7 +237,7 @@ func (r *renewer) lost(l *Lock, how string, release bool) {
 	if l.end(l.lostError(how)) {
 		r.c.logger.Warn("dlock: lock lost", "key", quoteKey(l.key), "reason", how)
 		if release {
-			r.c.releaseInBackground(op{kind: opAcquire, keys: l.keys, token: l.arg, ttl: l.ttl})
+			r.c.releaseInBackground(op{kind: opAcquire, keys: l.keys, token: l.arg, ttl: l.currentTTL()})
 		}
 	}
 }

@@ -197,7 +197,9 @@ func (h countTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h countTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
+		if len(cmds) > 0 && isScript(cmds[0]) {
+			h.n.Add(1)
+		}
 		return next(ctx, cmds)
 	}
 }
@@ -323,15 +325,100 @@ func TestAutoRenewRetriesAtItsInterval(t *testing.T) {
 	}
 }
 
-// pipelineCounter is a go-redis hook counting pipelines, which is how the
-// renewer sends its refreshes.
+// pipelineCounter is a go-redis hook counting the pipelines of scripts,
+// which is how the renewer sends its refreshes.
 type pipelineCounter struct{ n *atomic.Int64 }
 
 func (pipelineCounter) DialHook(next redis.DialHook) redis.DialHook          { return next }
 func (pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 func (h pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
+		if len(cmds) > 0 && isScript(cmds[0]) {
+			h.n.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// Refresh on a renewed lock sets the ttl the renewer keeps: the automatic
+// refreshes after it extend the key by the new ttl, and Until follows.
+func TestRefreshSetsTheRenewedTTL(t *testing.T) {
+	t.Parallel()
+	const ttl, longer = time.Second, 2400 * time.Millisecond
+	srv := redistest.NewServer(t)
+	rdb := srv.Client()
+	var pipelines atomic.Int64
+	rdb.AddHook(pipelineCounter{&pipelines})
+	locker := newLocker(t, rdb)
+	key := testKey(t)
+	lock := obtainRenewed(t, locker, key, ttl)
+	if err := lock.Refresh(context.Background(), longer); err != nil {
+		t.Fatal(err)
+	}
+	if left := time.Until(lock.Until()); left <= ttl {
+		t.Errorf("Until is %v away after Refresh(%v), want more than the old ttl %v", left, longer, ttl)
+	}
+	renewals := pipelines.Load()
+	eventually(t, 10*time.Second, "two automatic refreshes after Refresh", func() bool {
+		return pipelines.Load() >= renewals+2
+	})
+	if pttl := srv.Client().PTTL(context.Background(), key).Val(); pttl <= ttl {
+		t.Errorf("PTTL after the renewer's refreshes = %v, want more than the old ttl %v: the renewer went back to it", pttl, ttl)
+	}
+	if left := time.Until(lock.Until()); left <= ttl {
+		t.Errorf("Until is %v away after the renewer's refreshes, want more than the old ttl %v", left, ttl)
+	}
+	if err := lock.Release(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// A Refresh while an automatic refresh with the old ttl is on its way: the
+// renewer sends the new ttl again once the old one has landed, so the key
+// ends up with the Refresh's ttl whichever Redis ran last.
+func TestRefreshDuringAutomaticRefresh(t *testing.T) {
+	t.Parallel()
+	const ttl, longer = 600 * time.Millisecond, 3 * time.Second
+	srv := redistest.NewServer(t)
+	rdb := srv.Client()
+	hold := &holdFirstPipeline{entered: make(chan struct{}), release: make(chan struct{})}
+	rdb.AddHook(hold)
+	locker := newLocker(t, rdb)
+	key := testKey(t)
+	lock := obtainRenewed(t, locker, key, ttl)
+	<-hold.entered // the first automatic refresh, with ttl, waits to be sent
+	if err := lock.Refresh(context.Background(), longer); err != nil {
+		t.Fatal(err)
+	}
+	close(hold.release) // it lands after the Refresh: the key has ttl again
+	eventually(t, 10*time.Second, "the renewer sending the Refresh's ttl again", func() bool {
+		return srv.Client().PTTL(context.Background(), key).Val() > ttl
+	})
+	if left := time.Until(lock.Until()); left > longer {
+		t.Errorf("Until is %v away, more than the ttl %v", left, longer)
+	}
+	if err := lock.Release(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// holdFirstPipeline is a go-redis hook that holds the first pipeline of
+// scripts back until release is closed, after closing entered.
+type holdFirstPipeline struct {
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (*holdFirstPipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*holdFirstPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *holdFirstPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && isScript(cmds[0]) {
+			h.once.Do(func() {
+				close(h.entered)
+				<-h.release
+			})
+		}
 		return next(ctx, cmds)
 	}
 }
