@@ -19,11 +19,11 @@ type Lock struct {
 	key    string
 	token  string
 	fence  int64
-	keys   []string      // the scripts' KEYS, from the acquire
-	arg    any           // token, boxed once for the scripts' ARGV
-	ttl    atomic.Int64  // of the acquire or the last Refresh, and of every automatic refresh
-	until  atomic.Int64  // validity deadline, nanoseconds after client.epoch
-	gone   atomic.Bool   // released, or found not held: no need to ask Redis again
+	keys   []string     // the scripts' KEYS, from the acquire
+	arg    any          // token, boxed once for the scripts' ARGV
+	ttl    atomic.Int64 // of the acquire or the last Refresh, and of every automatic refresh
+	until  atomic.Int64 // validity deadline, nanoseconds after client.epoch
+	gone   atomic.Bool  // released, or found not held: no need to ask Redis again
 
 	mu      sync.Mutex
 	err     error                   // why the lock ended: ErrReleased or ErrLockLost; nil while held
