@@ -129,13 +129,22 @@ func (c *Client) usable() error {
 // millisecond; Redis counts it in whole milliseconds, rounding down.
 func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
 	cfg, err := c.check(key, ttl, opts)
+	if err == nil && cfg.minHold > 0 {
+		err = errMinHoldOutsideDo
+	}
 	if err != nil {
 		return nil, err
 	}
+	return c.tryObtain(ctx, key, ttl, cfg)
+}
+
+func (c *Client) tryObtain(ctx context.Context, key string, ttl time.Duration, cfg obtainConfig) (*Lock, error) {
 	o := op{kind: opAcquire, keys: cfg.keys(key), token: newToken(), ttl: ttl}
 	lock, _, err := c.try(ctx, o, cfg)
 	return lock, err
 }
+
+var errMinHoldOutsideDo = fmt.Errorf("%w: WithMinHold is for Client.Do; a Lock from Obtain or TryObtain keeps itself with ReleaseAfter", ErrInvalidOption)
 
 // Obtain obtains the lock named key for ttl, waiting while another holder
 // has it, until ctx is done. Like sync.Mutex.Lock, but with a context.
@@ -145,7 +154,8 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 // when the holder's lock expires, and after the delays of its Backoff (see
 // WithBackoff), which cover holders that release without telling, such as
 // a plain DEL from another library; while it listens, those delays are at
-// least 25ms. WithFair makes waiters take turns.
+// least 25ms. WithFair makes waiters take turns. WithoutWait makes Obtain
+// one attempt, as TryObtain.
 //
 // When ctx ends while another holder has the lock, the error matches both
 // ErrNotObtained and the context's error (context.DeadlineExceeded or
@@ -156,8 +166,19 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 // its queue first.
 func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
 	cfg, err := c.check(key, ttl, opts)
+	if err == nil && cfg.minHold > 0 {
+		err = errMinHoldOutsideDo
+	}
 	if err != nil {
 		return nil, err
+	}
+	return c.obtain(ctx, key, ttl, cfg)
+}
+
+// obtain is Obtain with its options read.
+func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, cfg obtainConfig) (*Lock, error) {
+	if cfg.noWait {
+		return c.tryObtain(ctx, key, ttl, cfg)
 	}
 	w := waiter{c: c, cfg: cfg, key: key, keys: cfg.keys(key), ttl: ttl}
 	return w.obtain(ctx)

@@ -7,8 +7,15 @@ import (
 	"time"
 )
 
-// Do obtains the lock named key for ttl (waiting as Obtain does), runs fn
-// while holding it, and releases it when fn returns, also when fn panics.
+// Do obtains the lock named key for ttl, runs fn while holding it, and
+// releases it when fn returns, also when fn panics.
+//
+// Do waits for the lock as Obtain does, until ctx ends; with WithoutWait it
+// makes one attempt and returns an error wrapping ErrNotObtained at once
+// when another holder has the lock, so that of several instances started
+// together only one runs fn. WithMinHold keeps the lock, instead of
+// releasing it, until a given time after it was obtained, so that an
+// instance started a little later does not run fn again either.
 //
 // The lock is renewed automatically while fn runs (WithAutoRenew(false)
 // turns that off). The context fn gets is cancelled the moment the lock is
@@ -24,17 +31,21 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	if fn == nil {
 		return fmt.Errorf("%w: Do with a nil function", ErrInvalidOption)
 	}
-	opts = append([]ObtainOption{WithAutoRenew(true)}, opts...)
-	lock, err := c.Obtain(ctx, key, ttl, opts...)
+	cfg, err := c.check(key, ttl, append([]ObtainOption{WithAutoRenew(true)}, opts...))
 	if err != nil {
 		return err
 	}
+	lock, err := c.obtain(ctx, key, ttl, cfg)
+	if err != nil {
+		return err
+	}
+	keepUntil := time.Now().Add(cfg.minHold)
 	work, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, lock))
 	stop := context.AfterFunc(lock.lifetime(), func() { cancel(lock.Err()) })
 	defer func() {
 		stop()
 		cancel(nil)
-		err = errors.Join(err, lock.finish(context.WithoutCancel(ctx)))
+		err = errors.Join(err, lock.finish(context.WithoutCancel(ctx), keepUntil))
 	}()
 	return fn(work)
 }
@@ -51,15 +62,16 @@ func LockFromContext(ctx context.Context) (*Lock, bool) {
 	return l, ok
 }
 
-// finish releases a lock at the end of Do. A lock that was lost meanwhile
-// is not released again: finish returns why it was lost.
-func (l *Lock) finish(ctx context.Context) error {
+// finish releases a lock at the end of Do, or keeps it until keepUntil
+// (WithMinHold). A lock that was lost meanwhile is not released again:
+// finish returns why it was lost.
+func (l *Lock) finish(ctx context.Context, keepUntil time.Time) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.currentTTL())
 	defer cancel()
-	err := l.Release(ctx)
+	err := l.ReleaseAfter(ctx, time.Until(keepUntil))
 	if errors.Is(err, ErrNotHeld) {
 		if lost := l.Err(); errors.Is(lost, ErrLockLost) {
 			return lost // lost just before the release: say how

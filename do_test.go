@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,5 +177,73 @@ func TestDoBadInputs(t *testing.T) {
 		if err := tc.do(); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Do = %v, want %v", tc.name, err, tc.want)
 		}
+	}
+}
+
+// WithoutWait makes Do one attempt: of three callers at once, one runs
+// its function, and the others get ErrNotObtained without waiting for it.
+func TestDoWithoutWait(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	finish := make(chan struct{})
+	var ran atomic.Int32
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			errs <- e.locker.Do(timeout(t, 10*time.Second), key, time.Minute, func(ctx context.Context) error {
+				ran.Add(1)
+				<-finish // until the others have given up
+				return nil
+			}, dlock.WithoutWait())
+		}()
+	}
+	var obtained, refused int
+	for i := range 3 {
+		if i == 2 {
+			close(finish) // two answered while the lock was held
+		}
+		switch err := <-errs; {
+		case err == nil:
+			obtained++
+		case errors.Is(err, dlock.ErrNotObtained) && !errors.Is(err, context.DeadlineExceeded):
+			refused++
+		default:
+			t.Errorf("Do WithoutWait = %v, want nil or ErrNotObtained", err)
+		}
+	}
+	if obtained != 1 || refused != 2 || ran.Load() != 1 {
+		t.Errorf("%d ran, %d refused (function ran %d times), want 1 and 2", obtained, refused, ran.Load())
+	}
+}
+
+// WithMinHold keeps the lock after a quick function, until the minimum
+// hold is over: a caller coming a little later does not run the function
+// again. Obtain and TryObtain refuse it.
+func TestDoWithMinHold(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	const hold = 3 * time.Second
+	runs := 0
+	job := func(context.Context) error { runs++; return nil }
+	if err := e.locker.Do(timeout(t, 5*time.Second), key, time.Second, job, dlock.WithMinHold(hold), dlock.WithoutWait()); err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	pttl := e.rdb.PTTL(context.Background(), key).Val()
+	if pttl <= time.Second || pttl > hold {
+		t.Errorf("PTTL after Do WithMinHold(%v) = %v, want the rest of the hold (over the ttl of 1s)", hold, pttl)
+	}
+	err := e.locker.Do(timeout(t, 5*time.Second), key, time.Second, job, dlock.WithMinHold(hold), dlock.WithoutWait())
+	if !errors.Is(err, dlock.ErrNotObtained) || runs != 1 {
+		t.Errorf("a second Do during the hold = %v, and the job ran %d times; want ErrNotObtained and 1", err, runs)
+	}
+	for _, obtain := range []func(context.Context, string, time.Duration, ...dlock.ObtainOption) (*dlock.Lock, error){e.locker.Obtain, e.locker.TryObtain} {
+		if _, err := obtain(context.Background(), key+":other", time.Second, dlock.WithMinHold(hold)); !errors.Is(err, dlock.ErrInvalidOption) {
+			t.Errorf("Obtain or TryObtain WithMinHold = %v, want ErrInvalidOption", err)
+		}
+	}
+	if err := e.locker.Do(context.Background(), key, time.Second, job, dlock.WithMinHold(-time.Second)); !errors.Is(err, dlock.ErrInvalidOption) {
+		t.Errorf("WithMinHold(-1s) = %v, want ErrInvalidOption", err)
 	}
 }

@@ -130,6 +130,45 @@ func (l *Lock) Release(ctx context.Context) error {
 	return nil
 }
 
+// ReleaseAfter ends the lock here but keeps it in Redis for d: it stops
+// renewing it, sets its time to live to d, counted from now, if it is still
+// ours, and ends the Lock (Done closes, Err wraps ErrReleased), so that it
+// expires d later. Nobody else can take it until then; use it to keep a
+// lock after the work is done, as WithMinHold does for Client.Do. A d under
+// one millisecond releases the lock at once, as Release.
+//
+// It returns an error wrapping ErrNotHeld if the lock is not ours any more.
+// If Redis fails, it returns the error and the Lock stays as it was,
+// renewed if it was.
+func (l *Lock) ReleaseAfter(ctx context.Context, d time.Duration) error {
+	if d < time.Millisecond {
+		return l.Release(ctx)
+	}
+	if err := l.check("release"); err != nil {
+		return err
+	}
+	if l.renewed {
+		// A renewal landing after the new expiry would undo it: none may
+		// be on its way.
+		if err := l.client.renewer.pause(ctx, l); err != nil {
+			return err
+		}
+	}
+	r, err := l.client.call(ctx, op{kind: opRefresh, keys: l.keys, token: l.arg, ttl: d, after: l.stragglers})
+	if err != nil {
+		if l.renewed {
+			l.client.renewer.resume(l)
+		}
+		return err
+	}
+	if r.code != 1 {
+		l.end(l.lostError("release found it gone or taken"))
+		return l.notHeld("release")
+	}
+	l.end(fmt.Errorf("%w: %s is kept for %v, then it expires", ErrReleased, quoteKey(l.key), d))
+	return nil
+}
+
 // Refresh sets the lock's time to live to ttl, counted from now, if it is
 // still ours, and moves Until accordingly. It returns an error wrapping
 // ErrNotHeld if the lock is not ours any more; then it changes nothing.

@@ -39,10 +39,28 @@ type renewState struct {
 	sentTTL time.Duration
 	gen     uint64 // counts the Lock.Refresh calls
 	sentGen uint64 // gen when the refresh on its way was sent
+	// closed when the refresh on its way has its answer, for pause; nil
+	// unless pause waits
+	landed chan struct{}
 }
 
 // add starts renewing l, which was just obtained.
 func (r *renewer) add(l *Lock) error {
+	return r.addAt(l, time.Now().Add(l.currentTTL()/3))
+}
+
+// resume renews l again after pause, at once, unless it ended meanwhile.
+func (r *renewer) resume(l *Lock) {
+	if l.gone.Load() {
+		return
+	}
+	if r.addAt(l, time.Now()) != nil {
+		l.end(fmt.Errorf("%w: %s: the Client was closed, so nothing renews it: %w", ErrLockLost, quoteKey(l.key), ErrClosed))
+	}
+}
+
+// addAt starts renewing l, first at at.
+func (r *renewer) addAt(l *Lock, at time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
@@ -56,7 +74,7 @@ func (r *renewer) add(l *Lock) error {
 		r.kick = make(chan struct{}, 1)
 		go r.loop()
 	}
-	l.renew.at = time.Now().Add(l.currentTTL() / 3)
+	l.renew.at = at
 	heap.Push(&r.locks, l)
 	if l.renew.index == 0 {
 		r.signal()
@@ -70,6 +88,33 @@ func (r *renewer) remove(l *Lock) {
 	defer r.mu.Unlock()
 	if l.renew.index >= 0 && l.renew.index < len(r.locks) && r.locks[l.renew.index] == l {
 		heap.Remove(&r.locks, l.renew.index)
+	}
+}
+
+// pause stops renewing l and waits until no refresh of it is on its way,
+// or ctx ends (then it renews l again). resume starts renewing it again.
+func (r *renewer) pause(ctx context.Context, l *Lock) error {
+	r.mu.Lock()
+	var landed chan struct{}
+	if l.renew.inflight {
+		if l.renew.landed == nil {
+			l.renew.landed = make(chan struct{})
+		}
+		landed = l.renew.landed
+	}
+	if l.renew.index >= 0 && l.renew.index < len(r.locks) && r.locks[l.renew.index] == l {
+		heap.Remove(&r.locks, l.renew.index)
+	}
+	r.mu.Unlock()
+	if landed == nil {
+		return nil
+	}
+	select {
+	case <-landed:
+		return nil
+	case <-ctx.Done():
+		r.resume(l)
+		return fmt.Errorf("dlock: release %s: %w", quoteKey(l.key), contextError(ctx))
 	}
 }
 
@@ -158,11 +203,15 @@ func (r *renewer) record(sent time.Time, locks []*Lock, results []refreshResult)
 	var notHeld []*Lock
 	r.mu.Lock()
 	for i, l := range locks {
+		l.renew.inflight = false
+		if l.renew.landed != nil {
+			close(l.renew.landed)
+			l.renew.landed = nil
+		}
 		if l.renew.index < 0 {
-			continue // released or lost meanwhile
+			continue // released, lost or paused meanwhile
 		}
 		res := results[i]
-		l.renew.inflight = false
 		switch {
 		case res.err == nil && res.held && l.renew.sentGen != l.renew.gen:
 			// A Refresh with another ttl went out meanwhile, and which of

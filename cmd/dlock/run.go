@@ -272,7 +272,7 @@ func (r *runner) run(ctx context.Context) int {
 	case lock == nil:
 		return code
 	}
-	return r.runLocked(ctx, held{lock, locker, rdbs, obtained}, sigs)
+	return r.runLocked(ctx, held{lock, obtained}, sigs)
 }
 
 // cancelOnSignal returns a context that the first signal on sigs cancels,

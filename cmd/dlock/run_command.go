@@ -3,18 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/redis/go-redis/v9"
 )
 
 // Exit statuses of a command that did not run, as shells have them.
@@ -32,8 +29,6 @@ type child struct {
 // held is the lock the run verb obtained, and what it was obtained with.
 type held struct {
 	lock     *dlock.Lock // renewed by locker until released or lost
-	locker   *dlock.Client
-	nodes    []*redis.Client // the one server, or the nodes of the quorum
 	obtained time.Time
 }
 
@@ -165,75 +160,11 @@ func (r *runner) releaseOrHold(ctx context.Context, h held) {
 		r.key, time.Until(until).Round(time.Millisecond), r.minHold)
 }
 
-// errHoldLost is what holdUntil returns when the key no longer holds our
-// token.
-var errHoldLost = errors.New("dlock: the lock was lost before its --min-hold began")
-
-// holdUntil leaves the lock to expire at until. The library renews the lock
-// for --ttl until the Client is closed, with no way to stop that and keep
-// the lock; and a renewal that Redis runs after the Refresh here would set
-// the key's ttl back to --ttl. So holdUntil refreshes the lock for the rest
-// of the hold (which extends its side key too), closes the Client, which
-// stops the renewals and waits for one under way, and then, on each node,
-// sets the key's expiry once more, compare-and-set, in case a renewal
-// overtook the Refresh. On a Redlock quorum the hold stands when it was set
-// on a quorum of nodes; elsewhere the key expires within --ttl.
+// holdUntil leaves the lock to expire at until: the library stops renewing
+// it and sets its expiry, if it is still ours (Lock.ReleaseAfter; on a
+// Redlock quorum, on a quorum of the nodes).
 func holdUntil(ctx context.Context, h held, until time.Time) error {
-	if err := h.lock.Refresh(ctx, time.Until(until)); err != nil {
-		return err
-	}
-	h.locker.Close()
-	errs := make([]error, len(h.nodes))
-	var wg sync.WaitGroup
-	for i, rdb := range h.nodes {
-		wg.Go(func() { errs[i] = expireAt(ctx, rdb, h.lock.Key(), h.lock.Token(), until) })
-	}
-	wg.Wait()
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	var set, lost int
-	var failures []string
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			set++
-		case errors.Is(err, errHoldLost):
-			lost++
-		default:
-			failures = append(failures, fmt.Sprintf("%s: %s", h.nodes[i].Options().Addr, errText(err)))
-		}
-	}
-	switch need := quorum(len(errs)); {
-	case set >= need:
-		return nil
-	case lost > len(errs)-need:
-		return errHoldLost
-	default:
-		return fmt.Errorf("dlock: the hold was set on %d of %d nodes, %d needed: %s", set, len(errs), need, strings.Join(failures, "; "))
-	}
-}
-
-// expireAt makes key expire at until on one server, if it still holds
-// token (WATCH, MULTI).
-func expireAt(ctx context.Context, rdb *redis.Client, key, token string, until time.Time) error {
-	return rdb.Watch(ctx, func(tx *redis.Tx) error {
-		switch value, err := tx.Get(ctx, key).Result(); {
-		case errors.Is(err, redis.Nil) || (err == nil && value != token):
-			return errHoldLost
-		case err != nil:
-			return err
-		}
-		left := time.Until(until)
-		if left < time.Millisecond {
-			return nil // over already: the key expires within --ttl
-		}
-		_, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-			pipe.PExpire(ctx, key, left)
-			return nil
-		})
-		return err
-	}, key)
+	return h.lock.ReleaseAfter(ctx, time.Until(until))
 }
 
 // release releases the lock, and says so if it cannot.

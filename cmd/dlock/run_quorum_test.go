@@ -261,7 +261,7 @@ func TestHoldUntilQuorum(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return held{lock, locker, rdbs, time.Now()}
+		return held{lock, time.Now()}
 	}
 	h := obtain("job")
 	srvs[0].Kill()
