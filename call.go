@@ -11,32 +11,38 @@ import (
 
 // op is one script call on the node: what to run, on which lock.
 type op struct {
-	kind  opKind
-	keys  []string      // the lock key and its fence key (lockKeys), in fair mode also its queue (fairKeys)
+	kind opKind
+	// the lock key and its fence key (lockKeys); on a single deployment
+	// also its queue of waiters and their leases (queueKeys)
+	keys  []string
 	token any           // the holder's token, boxed once for all the calls of a Lock
 	ttl   time.Duration // acquire and refresh only
-	lease time.Duration // fair acquire: the waiter's lease; 0 to not join the queue
-	// fair acquire and leave: the channel on which the waiter hears of a
-	// handoff, its subscriber's own; part of its name in the queue
+	fair  bool          // acquire: WithFair; the waiter takes its turn in the queue
+	lease time.Duration // acquire: the waiter's lease in the queue; 0 to not join it
+	// queued acquire and leave: the channel on which the waiter hears of a
+	// handoff or of its turn to try, its subscriber's own; part of its
+	// name in the queue
 	notify string
+	woken  bool        // queued acquire of a barging waiter: a release woke it
 	fence  int64       // raise fence only
 	after  *stragglers // Redlock calls of a Lock: its acquire's nodes still to answer
 	quiet  bool        // release: publish nothing (see quorum.undo)
 }
 
 // undo returns the op that takes back what the acquire o may have done:
-// release the lock if it holds o's token, and in fair mode also leave the
-// queue (and pass the turn on).
+// release the lock if it holds o's token, and for a waiter in the queue
+// also leave it (and pass the lock on).
 func (o op) undo() op {
 	u := op{kind: opRelease, keys: o.keys, token: o.token, ttl: o.ttl, notify: o.notify, after: o.after}
-	if o.fair() {
+	if o.queued() {
 		u.kind = opLeave
 	}
 	return u
 }
 
-// fair reports whether o is on a lock of fair mode.
-func (o op) fair() bool { return len(o.keys) > 2 }
+// queued reports whether the acquire o goes through the queue of waiters
+// (queue_acquire.lua): in fair mode always, else once the waiter joined it.
+func (o op) queued() bool { return o.fair || o.lease > 0 }
 
 // key is the lock key, for messages.
 func (o op) key() string { return o.keys[0] }

@@ -139,7 +139,7 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 }
 
 func (c *Client) tryObtain(ctx context.Context, key string, ttl time.Duration, cfg obtainConfig) (*Lock, error) {
-	o := op{kind: opAcquire, keys: cfg.keys(key), token: newToken(), ttl: ttl}
+	o := op{kind: opAcquire, keys: c.keys(key), token: newToken(), ttl: ttl, fair: cfg.fair}
 	lock, _, err := c.try(ctx, o, cfg)
 	return lock, err
 }
@@ -149,21 +149,33 @@ var errMinHoldOutsideDo = fmt.Errorf("%w: WithMinHold is for Client.Do; a Lock f
 // Obtain obtains the lock named key for ttl, waiting while another holder
 // has it, until ctx is done. Like sync.Mutex.Lock, but with a context.
 //
-// A waiter is woken by the release: it listens on the lock's channel, on one
-// connection the Client shares among all its waiters. It also tries again
-// when the holder's lock expires, and after the delays of its Backoff (see
-// WithBackoff), which cover holders that release without telling, such as
-// a plain DEL from another library; while it listens, those delays are at
-// least 25ms. WithFair makes waiters take turns. WithoutWait makes Obtain
-// one attempt, as TryObtain.
+// A waiter is woken by the release, not by polling: it listens for release
+// messages on one Pub/Sub connection that the Client shares among all its
+// waiters. On a single deployment the waiters of a lock, of every Client,
+// also join a queue kept in Redis next to the lock, and a release wakes
+// the first of them only, whichever Client it is in: a release costs one
+// attempt, however many wait. Anyone may still take the lock while it is
+// free, a newcomer too (unlike WithFair, where waiters take turns); but a
+// waiter that was woken and beaten to it gets the lock handed over at the
+// next release, so no waiter loses every time. A waiter that dies holds the
+// others up little: if its Client's connection is gone the release passes
+// it over, and otherwise its place lapses FairLease after it was woken (or
+// 6s after it last tried). On a Redlock there is no queue, and
+// a release wakes every waiter.
+//
+// A waiter also tries again when the holder's lock expires, and after the
+// delays of its Backoff (see WithBackoff), which cover holders that
+// release without telling, such as a plain DEL from another library; while
+// it listens, those delays are at least 25ms. In the queue, only its first
+// waiter keeps to the Backoff; the others try every 2s, to keep their
+// place. WithoutWait makes Obtain one attempt, as TryObtain.
 //
 // When ctx ends while another holder has the lock, the error matches both
 // ErrNotObtained and the context's error (context.DeadlineExceeded or
 // context.Canceled), so a caller can tell "held by someone else" from
 // "Redis failed". Obtain waits only for the lock, not for Redis: an error
 // from Redis (down, refusing, a key of another type) ends it at once. So
-// does Close: a waiting Obtain returns ErrClosed, and a fair waiter leaves
-// its queue first.
+// does Close: a waiting Obtain returns ErrClosed, after leaving the queue.
 func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
 	cfg, err := c.check(key, ttl, opts)
 	if err == nil && cfg.minHold > 0 {
@@ -180,7 +192,7 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, cfg 
 	if cfg.noWait {
 		return c.tryObtain(ctx, key, ttl, cfg)
 	}
-	w := waiter{c: c, cfg: cfg, key: key, keys: cfg.keys(key), ttl: ttl}
+	w := waiter{c: c, cfg: cfg, key: key, keys: c.keys(key), ttl: ttl}
 	return w.obtain(ctx)
 }
 

@@ -400,8 +400,8 @@ func TestFairHandoffRestrictedPublisher(t *testing.T) {
 }
 
 // Close ends the Obtain calls waiting on the Client at once, with
-// ErrClosed, and a fair waiter leaves its queue before it returns, so the
-// waiters of other Clients do not wait for its lease to run out.
+// ErrClosed, and its waiters leave the queue before they return, so the
+// waiters of other Clients do not wait for their leases to run out.
 func TestCloseEndsWaitingObtains(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -415,9 +415,8 @@ func TestCloseEndsWaitingObtains(t *testing.T) {
 			ended <- err
 		}()
 	}
-	waitQueued(t, e.rdb, key, 1)
+	waitQueued(t, e.rdb, key, 2) // both wait in the lock's queue
 	waitSubscribed(t, e, key)
-	time.Sleep(20 * time.Millisecond) // the plain waiter is asleep too
 	start := time.Now()
 	closing.Close()
 	for range 2 {

@@ -45,7 +45,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	if err := c.checkKey(key); err != nil {
 		return LockInfo{}, err
 	}
-	r, err := c.call(ctx, op{kind: opInspect, keys: fairKeys(key)})
+	r, err := c.call(ctx, op{kind: opInspect, keys: queueKeys(key)})
 	switch {
 	case err != nil:
 		return LockInfo{}, err

@@ -19,8 +19,8 @@ import (
 //	                         to the key's slot, followed by the key itself
 const fenceKind = "fence"
 
-// The side keys of fair mode: the queue of waiters in arrival order, and
-// their leases.
+// The side keys of the waiters of a lock on a single deployment: their
+// queue in arrival order, and their leases.
 const (
 	queueKind = "queue"
 	leaseKind = "lease"
@@ -32,22 +32,75 @@ func lockKeys(key string) []string {
 	return []string{key, sideKey(fenceKind, key)}
 }
 
-// fairKeys returns the KEYS of the fair-mode scripts on the lock named key:
-// lockKeys, then the queue and the leases of its waiters. The other scripts
-// use the first two and accept the rest.
-func fairKeys(key string) []string {
-	return []string{key, sideKey(fenceKind, key), sideKey(queueKind, key), sideKey(leaseKind, key)}
+// queueKeys returns the KEYS of the scripts on the lock named key on a
+// single deployment: lockKeys, then the queue and the leases of its
+// waiters. Some scripts use the first two and accept the rest.
+func queueKeys(key string) []string {
+	// One string for the three side keys: every obtain makes them.
+	n1, n2, n3 := sideKeyLen(fenceKind, key), sideKeyLen(queueKind, key), sideKeyLen(leaseKind, key)
+	var b strings.Builder
+	b.Grow(n1 + n2 + n3)
+	writeSideKey(&b, fenceKind, key)
+	writeSideKey(&b, queueKind, key)
+	writeSideKey(&b, leaseKind, key)
+	s := b.String()
+	return []string{key, s[:n1], s[n1 : n1+n2], s[n1+n2:]}
 }
 
 // sideKey returns the name of the side key of the given kind for a lock key.
 func sideKey(kind, key string) string {
+	var b strings.Builder
+	b.Grow(sideKeyLen(kind, key))
+	writeSideKey(&b, kind, key)
+	return b.String()
+}
+
+// The three shapes of a side key (see the comment at the top).
+const (
+	keepsTag   = iota // dlock:kind:key
+	wholeTag          // dlock:kind{key}
+	slotTagged        // dlock:kind#{tag}key
+)
+
+func sideKeyShape(key string) int {
 	switch {
 	case hasHashTag(key):
-		return "dlock:" + kind + ":" + key
+		return keepsTag
 	case key != "" && strings.IndexByte(key, '}') < 0: // "{}" would be no tag
-		return "dlock:" + kind + "{" + key + "}"
+		return wholeTag
+	}
+	return slotTagged
+}
+
+// sideKeyLen is len(sideKey(kind, key)).
+func sideKeyLen(kind, key string) int {
+	n := len("dlock:") + len(kind) + len(key)
+	switch sideKeyShape(key) {
+	case keepsTag:
+		return n + 1
+	case wholeTag:
+		return n + 2
+	}
+	return n + 3 + len(slotTag(keySlot(key)))
+}
+
+// writeSideKey writes sideKey(kind, key) to b.
+func writeSideKey(b *strings.Builder, kind, key string) {
+	b.WriteString("dlock:")
+	b.WriteString(kind)
+	switch sideKeyShape(key) {
+	case keepsTag:
+		b.WriteByte(':')
+		b.WriteString(key)
+	case wholeTag:
+		b.WriteByte('{')
+		b.WriteString(key)
+		b.WriteByte('}')
 	default:
-		return "dlock:" + kind + "#{" + slotTag(keySlot(key)) + "}" + key
+		b.WriteString("#{")
+		b.WriteString(slotTag(keySlot(key)))
+		b.WriteByte('}')
+		b.WriteString(key)
 	}
 }
 

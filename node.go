@@ -26,11 +26,20 @@ type node struct {
 	// no script: SET NX
 	fenceless bool
 
+	// "1" when PUBLISH counts every Client subscribed to a channel: not in
+	// a Cluster, where it counts those of one node (see release.lua); boxed
+	// once for the scripts' ARGV
+	counted any
+
 	reloaded atomic.Int64 // Cluster: when the slot map was last reloaded, unix nanoseconds
 }
 
 func newNode(rdb redis.UniversalClient, ack replicaAck) *node {
-	return &node{rdb: rdb, name: nodeName(rdb), ack: ack}
+	n := &node{rdb: rdb, name: nodeName(rdb), ack: ack, counted: "1"}
+	if _, cluster := rdb.(*redis.ClusterClient); cluster {
+		n.counted = ""
+	}
+	return n
 }
 
 // nodeName describes a deployment for error messages. It never includes
@@ -55,27 +64,24 @@ func (n *node) run(ctx context.Context, o op) (reply, error) {
 		if n.ack.replicas > 0 {
 			return n.acquireAcked(ctx, o)
 		}
-		if o.fair() {
-			return n.fairAcquire(ctx, o)
+		if o.queued() {
+			return n.queueAcquire(ctx, o)
 		}
 		if n.fenceless {
 			return n.acquireFenceless(ctx, o)
 		}
-		return n.acquire(ctx, o.keys, o.token, o.ttl)
+		return n.acquire(ctx, o.keys[:2], o.token, o.ttl)
 	case opRelease:
-		if o.fair() {
-			return n.fairRelease(ctx, o.keys, o.token)
-		}
 		if o.quiet {
 			return n.exec(ctx, "release", releaseScript, o.keys, o.token, "quiet")
 		}
 		return n.release(ctx, o.keys, o.token)
 	case opLeave:
-		return n.fairLeave(ctx, o)
+		return n.leave(ctx, o)
 	case opRefresh:
-		return n.refresh(ctx, o.keys, o.token, o.ttl)
+		return n.refresh(ctx, o.keys[:2], o.token, o.ttl)
 	case opTTL:
-		return n.ttl(ctx, o.keys, o.token)
+		return n.ttl(ctx, o.keys[:2], o.token)
 	case opInspect:
 		return n.inspect(ctx, o.keys)
 	case opRaiseFence:
@@ -89,9 +95,9 @@ func (n *node) run(ctx context.Context, o op) (reply, error) {
 // connection, so the WAIT covers its write (WithReplicaAck). An acquire that
 // too few replicas acknowledged is released again.
 func (n *node) acquireAcked(ctx context.Context, o op) (reply, error) {
-	s, args := acquireScript, []any{o.token, o.ttl.Milliseconds()}
-	if o.fair() {
-		s, args = fairAcquireScript, append(args, o.lease.Milliseconds(), o.notify)
+	s, keys, args := acquireScript, o.keys[:2], []any{o.token, o.ttl.Milliseconds()}
+	if o.queued() {
+		s, keys, args = queueAcquireScript, o.keys, o.queueArgs()
 	}
 	primary, err := n.primaryFor(ctx, o.key())
 	if err != nil {
@@ -103,9 +109,9 @@ func (n *node) acquireAcked(ctx context.Context, o op) (reply, error) {
 		pipe := primary.Pipeline()
 		var eval *redis.Cmd
 		if withSource {
-			eval = pipe.Eval(ctx, s.src, o.keys, args...)
+			eval = pipe.Eval(ctx, s.src, keys, args...)
 		} else {
-			eval = pipe.EvalSha(ctx, s.sha, o.keys, args...)
+			eval = pipe.EvalSha(ctx, s.sha, keys, args...)
 		}
 		wait := pipe.Do(ctx, "WAIT", n.ack.replicas, n.ack.timeout.Milliseconds())
 		_, _ = pipe.Exec(ctx)
@@ -248,26 +254,38 @@ func (n *node) acquireFenceless(ctx context.Context, o op) (reply, error) {
 	return reply{code: held, value: unknownTTL}, nil
 }
 
+// release releases the lock and passes it on to a waiter of its queue, if
+// any (see release.lua).
 func (n *node) release(ctx context.Context, keys []string, token any) (reply, error) {
-	return n.exec(ctx, "release", releaseScript, keys, token)
+	return n.exec(ctx, "release", releaseScript, keys, token, "", 0, fairLeaseMillis, "", n.counted)
 }
 
-// fairAcquire replies as fair_acquire.lua says; when the caller waits, head
-// is 1 if it is first in the queue.
-func (n *node) fairAcquire(ctx context.Context, o op) (reply, error) {
-	return n.exec(ctx, "acquire", fairAcquireScript, o.keys, o.token, o.ttl.Milliseconds(), o.lease.Milliseconds(), o.notify)
+// fairLeaseMillis is FairLease for the scripts' ARGV, boxed once: never
+// changed.
+var fairLeaseMillis any = FairLease.Milliseconds()
+
+// queueAcquire replies as queue_acquire.lua says; when the caller waits,
+// head is 1 if it is first in the queue.
+func (n *node) queueAcquire(ctx context.Context, o op) (reply, error) {
+	return n.exec(ctx, "acquire", queueAcquireScript, o.keys, o.queueArgs()...)
 }
 
-// fairRelease releases a lock obtained in fair mode and hands it over to the
-// next waiter.
-func (n *node) fairRelease(ctx context.Context, keys []string, token any) (reply, error) {
-	return n.exec(ctx, "release", fairReleaseScript, keys, token, "", 0, FairLease.Milliseconds())
+// queueArgs returns the ARGV of queue_acquire.lua for the acquire o.
+func (o op) queueArgs() []any {
+	mode, woken := "", ""
+	if !o.fair {
+		mode = "barge"
+	}
+	if o.woken {
+		woken = "1"
+	}
+	return []any{o.token, o.ttl.Milliseconds(), o.lease.Milliseconds(), o.notify, mode, woken}
 }
 
-// fairLeave takes the waiter of the fair acquire o out of the queue, and
+// leave takes the waiter of the queued acquire o out of the queue, and
 // releases the lock if it was handed over to it meanwhile.
-func (n *node) fairLeave(ctx context.Context, o op) (reply, error) {
-	return n.exec(ctx, "release", fairReleaseScript, o.keys, o.token, "leave", o.ttl.Milliseconds(), FairLease.Milliseconds(), o.notify)
+func (n *node) leave(ctx context.Context, o op) (reply, error) {
+	return n.exec(ctx, "release", releaseScript, o.keys, o.token, "leave", o.ttl.Milliseconds(), fairLeaseMillis, o.notify, n.counted)
 }
 
 func (n *node) refresh(ctx context.Context, keys []string, token any, ttl time.Duration) (reply, error) {
@@ -281,7 +299,7 @@ func (n *node) ttl(ctx context.Context, keys []string, token any) (reply, error)
 }
 
 // inspect replies {state, token, pttl, fence, waiters} as inspect.lua says,
-// state in code and pttl in value. keys are fairKeys.
+// state in code and pttl in value. keys are queueKeys.
 func (n *node) inspect(ctx context.Context, keys []string) (reply, error) {
 	v, err := n.eval(ctx, inspectScript, keys)
 	if err != nil {
@@ -404,7 +422,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*Lock, 
 	cmds := make([]*redis.Cmd, len(locks))
 	pipe := rdb.Pipeline()
 	for i, l := range locks {
-		cmds[i] = pipe.EvalSha(ctx, refreshScript.sha, l.keys, l.arg, l.renew.sentTTL.Milliseconds())
+		cmds[i] = pipe.EvalSha(ctx, refreshScript.sha, l.keys[:2], l.arg, l.renew.sentTTL.Milliseconds())
 	}
 	_, _ = pipe.Exec(ctx) // each command keeps its own error
 	var again []int
@@ -417,7 +435,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*Lock, 
 		pipe = rdb.Pipeline()
 		for _, i := range again {
 			l := locks[i]
-			cmds[i] = pipe.Eval(ctx, refreshScript.src, l.keys, l.arg, l.renew.sentTTL.Milliseconds())
+			cmds[i] = pipe.Eval(ctx, refreshScript.src, l.keys[:2], l.arg, l.renew.sentTTL.Milliseconds())
 		}
 		_, _ = pipe.Exec(ctx)
 	}

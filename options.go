@@ -183,11 +183,10 @@ func WithMinHold(d time.Duration) ObtainOption {
 // waiters behind it for at most about FairLease.
 //
 // Fairness is among fair waiters. Obtain and TryObtain without WithFair
-// ignore the queue: they may take the lock while it is free between a
-// release and the first waiter's attempt, and then the first waiter waits
-// for the next release, keeping its place. Mutual exclusion holds for every
-// mix of the two. A release of a lock obtained without WithFair wakes every
-// waiter, which then try again in queue order.
+// may take the lock while it is free between a release and the first
+// waiter's attempt, and then the first waiter waits for the next release,
+// keeping its place. Waiters without WithFair join the same queue (see
+// Obtain). Mutual exclusion holds for every mix of the two.
 //
 // TryObtain with WithFair takes the lock only if nobody waits in the queue
 // for it, and does not join the queue.
@@ -202,12 +201,13 @@ const FairLease = 2 * time.Second
 // defaultBackoff is immutable and safe to share.
 var defaultBackoff = ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
 
-// keys returns the KEYS of the scripts on the lock named key.
-func (c obtainConfig) keys(key string) []string {
-	if c.fair {
-		return fairKeys(key)
+// keys returns the KEYS of the scripts on the lock named key: a Redlock
+// node has no queue of waiters.
+func (c *Client) keys(key string) []string {
+	if c.quorum != nil {
+		return lockKeys(key)
 	}
-	return lockKeys(key)
+	return queueKeys(key)
 }
 
 func newObtainConfig(opts []ObtainOption) (obtainConfig, error) {

@@ -22,10 +22,8 @@ var (
 	inspectLua string
 	//go:embed lua/force_release.lua
 	forceReleaseLua string
-	//go:embed lua/fair_acquire.lua
-	fairAcquireLua string
-	//go:embed lua/fair_release.lua
-	fairReleaseLua string
+	//go:embed lua/queue_acquire.lua
+	queueAcquireLua string
 	//go:embed lua/raise_fence.lua
 	raiseFenceLua string
 )
@@ -36,9 +34,8 @@ var (
 	refreshScript = newScript(refreshLua)
 	ttlScript     = newScript(ttlLua)
 
-	fairAcquireScript = newScript(fairAcquireLua)
-	fairReleaseScript = newScript(fairReleaseLua)
-	raiseFenceScript  = newScript(raiseFenceLua)
+	queueAcquireScript = newScript(queueAcquireLua)
+	raiseFenceScript   = newScript(raiseFenceLua)
 
 	inspectScript      = newScript(inspectLua)
 	forceReleaseScript = newScript(forceReleaseLua)

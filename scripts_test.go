@@ -38,8 +38,8 @@ func TestScriptsLoad(t *testing.T) {
 	for name, s := range map[string]*script{
 		"acquire": acquireScript, "release": releaseScript, "refresh": refreshScript,
 		"ttl": ttlScript, "inspect": inspectScript, "force_release": forceReleaseScript,
-		"fair_acquire": fairAcquireScript, "fair_release": fairReleaseScript,
-		"raise_fence": raiseFenceScript,
+		"queue_acquire": queueAcquireScript,
+		"raise_fence":   raiseFenceScript,
 	} {
 		sha, err := rdb.ScriptLoad(context.Background(), s.src).Result()
 		if err != nil || sha != s.sha {

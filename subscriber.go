@@ -123,6 +123,7 @@ type watch struct {
 	c       chan struct{}
 	stopped bool   // guarded by s.mu
 	handoff string // guarded by s.mu: the fence of a lock handed over to id
+	woken   bool   // guarded by s.mu: a release woke id, the first waiter of a queue, to try
 }
 
 // newSubscriber returns the subscriber of one Redis deployment. It starts
@@ -207,6 +208,26 @@ func (s *subscriber) watchIfSubscribedWith(channel, id string, wake chan struct{
 		return nil
 	}
 	return s.add(st, channel, id, wake)
+}
+
+// watchQueued returns a watch of channel at once, for a waiter that joins
+// the lock's queue with its next attempt, and subscribes channel in the
+// background if need be. Such a waiter is woken on the subscriber's own
+// channel (see release.lua), and needs the lock's channel only for the
+// messages to every waiter. It returns nil, and watches nothing, unless the
+// own channel is confirmed.
+func (s *subscriber) watchQueued(channel, id string) *watch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if self := s.channels[s.self]; s.closed || self == nil || !self.confirmed {
+		return nil
+	}
+	st := s.state(channel)
+	w := s.add(st, channel, id, nil)
+	if !st.confirmed {
+		s.markDirty(channel)
+	}
+	return w
 }
 
 // C returns a channel that receives a value (buffered, capacity 1, never
@@ -441,19 +462,28 @@ func (s *subscriber) unsubscribed(channel string) {
 
 // wake wakes the watchers a message with payload is for, without blocking.
 // A payload "id:fence" hands the lock over to watcher id (fair mode): it is
-// kept for takeHandoff. s.mu is held.
+// kept for takeHandoff; a payload "id" wakes watcher id, the first waiter of
+// a queue, to try (see takeWoken). s.mu is held.
 func (st *channelState) wake(payload string) {
 	for w := range st.watchers {
-		match := payload == "" || w.id == "" || w.id == payload
-		if w.id != "" && len(payload) > len(w.id) && payload[len(w.id)] == ':' && payload[:len(w.id)] == w.id {
-			w.handoff, match = payload[len(w.id)+1:], true
+		switch {
+		case payload == "" || w.id == "":
+			w.notify()
+		case w.id == payload:
+			w.woken = true
+			w.notify()
+		case len(payload) > len(w.id) && payload[len(w.id)] == ':' && payload[:len(w.id)] == w.id:
+			w.handoff = payload[len(w.id)+1:]
+			w.notify()
 		}
-		if match {
-			select {
-			case w.c <- struct{}{}:
-			default: // a wake is pending already
-			}
-		}
+	}
+}
+
+// notify wakes the watcher, without blocking.
+func (w *watch) notify() {
+	select {
+	case w.c <- struct{}{}:
+	default: // a wake is pending already
 	}
 }
 
@@ -473,17 +503,30 @@ func (s *subscriber) handoffChannel() string {
 }
 
 // handOver takes a message on the subscriber's own channel: "id:fence",
-// the lock of fair waiter id handed over to it (see fair_release.lua).
-// s.mu is held.
+// the lock handed over to waiter id, or "id", waiter id woken to try (see
+// release.lua). s.mu is held.
 func (s *subscriber) handOver(payload string) {
-	id, fence, ok := strings.Cut(payload, ":")
-	if w := s.fair[id]; ok && w != nil {
+	id, fence, handoff := strings.Cut(payload, ":")
+	w := s.fair[id]
+	switch {
+	case w == nil: // gone: its leave passes the lock on
+	case handoff:
 		w.handoff = fence
-		select {
-		case w.c <- struct{}{}:
-		default: // a wake is pending already
-		}
+		w.notify()
+	default:
+		w.woken = true
+		w.notify()
 	}
+}
+
+// takeWoken reports whether a message woke this watcher, the first waiter
+// of a queue, to try, since the last call.
+func (w *watch) takeWoken() bool {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	woken := w.woken
+	w.woken = false
+	return woken
 }
 
 // takeHandoff returns the fence of a lock handed over to this watcher, if

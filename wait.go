@@ -17,6 +17,15 @@ import (
 // subscribed it starts listening before the first try, which costs nothing;
 // otherwise the first try goes alone (no cost while nobody contends), and
 // after a failed one it subscribes and tries again at once.
+//
+// On a single deployment a waiter that listens joins the lock's queue of
+// waiters with that try (see queue_acquire.lua), naming its Client's own
+// channel: a release then wakes the first waiter of the queue alone, on
+// that channel, or in fair mode hands the lock over to it. So a release
+// costs one attempt, not one per waiter. A waiter in the queue keeps its
+// place by trying again within its lease, and leaves the queue when it
+// gives up. A Redlock has no queue: a release wakes every waiter that
+// listens.
 type waiter struct {
 	c       *Client
 	cfg     obtainConfig
@@ -32,28 +41,37 @@ type waiter struct {
 // for release messages.
 const listeningMinDelay = 25 * time.Millisecond
 
+// waitLease is the lease of a barging waiter (not WithFair) in the queue:
+// how long it keeps its place without trying again. Only the first in the
+// queue tries on its own before a release wakes it, and the others renew
+// their place a third of this apart: longer than FairLease, as a barging
+// waiter that dies holds nobody up, unlike a fair one that a release
+// handed the lock to (see release.lua).
+const waitLease = 3 * FairLease
+
 // subscribeTimeout bounds the wait for a subscription. A waiter that does
 // not get one goes on without, woken by its timers only.
 const subscribeTimeout = time.Second
 
 func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
-	o := op{kind: opAcquire, keys: w.keys, token: newToken(), ttl: w.ttl}
-	id := "" // woken by every release message
-	if w.cfg.fair {
-		// A fair waiter keeps its token, which is its place in the queue,
-		// and is woken only when its turn comes (or by a plain release).
+	o := op{kind: opAcquire, keys: w.keys, token: newToken(), ttl: w.ttl, fair: w.cfg.fair}
+	queues := w.c.quorum == nil // a Redlock has no queue
+	id := ""                    // woken by every release message
+	if queues {
+		// A waiter of the queue keeps its token, which is its place there,
+		// and is woken only when its turn comes (or by a message for all).
 		id = o.token.(string)
 	}
 	channel := w.keys[1]
-	subscribed := w.listenIfSubscribed(channel, id)
+	subscribed := w.listenIfSubscribed(channel, id) || queues && w.listenQueued(channel, id)
 	defer w.stop()
-	if w.cfg.fair && subscribed {
+	if queues && subscribed {
 		w.join(&o)
 	}
-	// Otherwise a fair waiter's first try does not queue (lease 0): it
-	// takes the lock if it is free and nobody waits. Found held, the waiter
-	// subscribes, which also confirms the Client's own channel, and joins
-	// the queue with it at once.
+	// Otherwise the first try does not queue (lease 0): it takes the lock
+	// if it is free (in fair mode, and nobody waits). Found held, the
+	// waiter subscribes, which also confirms the Client's own channel, and
+	// joins the queue with it at once.
 	wasHeld := false // an attempt found the lock held
 	var sent time.Time
 	for sleeps, attempts := 0, 0; ; attempts++ {
@@ -71,7 +89,7 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 				// The context ended during an attempt; the last answer was "held".
 				err = fmt.Errorf("%w: %s was held at the last attempt: %w", ErrNotObtained, quoteKey(w.key), err)
 			}
-			if err != nil && w.cfg.fair && !replyLost(err) {
+			if err != nil && o.queued() && !replyLost(err) {
 				w.leave(o) // (a lost reply is cleaned up by try)
 			}
 			return lock, err
@@ -80,7 +98,7 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 		if !subscribed {
 			subscribed = true
 			listening := w.subscribe(ctx, channel, id)
-			if w.cfg.fair && o.lease == 0 {
+			if queues && (listening || w.cfg.fair) && o.lease == 0 {
 				w.join(&o)
 				continue // join the queue now
 			}
@@ -89,8 +107,8 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 			}
 		}
 		sleeps++
-		if !w.sleep(ctx, w.delay(sleeps, r)) {
-			if w.cfg.fair {
+		if !w.sleep(ctx, w.delay(sleeps, o, r)) {
+			if o.queued() {
 				w.leave(o)
 			}
 			return nil, fmt.Errorf("%w: %w", err, contextError(ctx))
@@ -98,15 +116,19 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 		if lock := w.handedOver(o, sent); lock != nil {
 			return lock, nil
 		}
+		o.woken = w.takeWoken()
 	}
 }
 
-// join makes the fair acquire o join the queue from its next try on, told
-// of a handoff on the Client's own channel if Redis has confirmed it (see
-// subscriber.handoffChannel). Both stay as they are for the rest of the
-// wait: with the token, they name the waiter in the queue.
+// join makes the acquire o join the queue from its next try on, told of a
+// handoff or of its turn on the Client's own channel if Redis has
+// confirmed it (see subscriber.handoffChannel). Both stay as they are for
+// the rest of the wait: with the token, they name the waiter in the queue.
 func (w *waiter) join(o *op) {
-	o.lease = FairLease
+	o.lease = waitLease
+	if w.cfg.fair {
+		o.lease = FairLease
+	}
 	o.notify = w.c.subs[0].handoffChannel()
 }
 
@@ -125,6 +147,19 @@ func (w *waiter) listenIfSubscribed(channel, id string) bool {
 		}
 		w.watches = append(w.watches, watch)
 	}
+	return true
+}
+
+// listenQueued listens for the wake-ups of a waiter in the lock's queue,
+// which come on the Client's own channel, if that is confirmed already, and
+// reports whether it does (see subscriber.watchQueued).
+func (w *waiter) listenQueued(channel, id string) bool {
+	watch := w.c.subs[0].watchQueued(channel, id)
+	if watch == nil {
+		return false
+	}
+	w.wake = watch.c
+	w.watches = append(w.watches, watch)
 	return true
 }
 
@@ -177,13 +212,14 @@ func (w *waiter) subscribe(ctx context.Context, channel, id string) bool {
 }
 
 // delay is how long to sleep for the n-th time (the Backoff's attempt),
-// after an attempt whose reply was r, unless a release message comes first.
-func (w *waiter) delay(n int, r reply) time.Duration {
+// after the attempt o whose reply was r, unless a release message comes
+// first.
+func (w *waiter) delay(n int, o op, r reply) time.Duration {
 	holderTTL := time.Duration(r.value) * time.Millisecond
-	if w.cfg.fair && !r.head {
+	if o.lease > 0 && !r.head {
 		// Not our turn: only a message for us, or keeping our place in
 		// the queue, wakes us.
-		return FairLease / 3
+		return o.lease / 3
 	}
 	d := max(w.cfg.backoff.Delay(n, holderTTL), 0)
 	if len(w.watches) > 0 {
@@ -194,10 +230,16 @@ func (w *waiter) delay(n int, r reply) time.Duration {
 	if holderTTL >= 0 {
 		d = min(d, holderTTL)
 	}
-	if w.cfg.fair {
-		d = min(d, FairLease/3)
+	if o.lease > 0 {
+		d = min(d, o.lease/3)
 	}
 	return d
+}
+
+// takeWoken reports whether a release woke this waiter, the first of the
+// queue, to try, since the last call.
+func (w *waiter) takeWoken() bool {
+	return len(w.watches) > 0 && w.watches[0].takeWoken()
 }
 
 // sleep waits for d, a release message, or the end of ctx, and reports
@@ -218,15 +260,15 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration) bool {
 	return true
 }
 
-// handedOver returns the lock a release handed over to this fair waiter, if
+// handedOver returns the lock a release handed over to this waiter, if
 // one did. The release set the lock for our ttl, at most FairLease (see
-// fair_release.lua), after our last attempt was sent at sent, so its
+// release.lua), after our last attempt was sent at sent, so its
 // validity counts from then. If our ttl is longer, or that leaves less than
 // half of it (we waited long since), handedOver returns nil, and the next
 // attempt, which finds the lock ours, sets the time to live again from its
 // own start, for the whole ttl.
 func (w *waiter) handedOver(o op, sent time.Time) *Lock {
-	if !w.cfg.fair || len(w.watches) == 0 {
+	if !o.queued() || len(w.watches) == 0 {
 		return nil
 	}
 	payload, ok := w.watches[0].takeHandoff()

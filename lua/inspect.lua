@@ -2,8 +2,8 @@
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the fence key (same cluster slot as KEYS[1])
--- KEYS[3]  the fair-mode queue (see fair_acquire.lua)
--- KEYS[4]  the fair-mode leases
+-- KEYS[3]  the queue of waiters (see queue_acquire.lua)
+-- KEYS[4]  the leases of the waiters
 --
 -- Returns {state, token, pttl, fence, waiters}:
 --   state  0 no such key, 1 a lock (a string), 2 a key of another type
@@ -12,7 +12,7 @@
 --          (0 unless state is 1)
 --   fence  the last fence handed out for the key, as a string, or '' when
 --          the fence key is gone
---   waiters how many fair-mode waiters are queued with a running lease
+--   waiters how many waiters are queued with a running lease
 local t = redis.call('TIME')
 local now_ms = t[1] * 1000 + math.floor(t[2] / 1000)
 local waiters = redis.pcall('ZCOUNT', KEYS[4], '(' .. string.format('%d', now_ms), '+inf')

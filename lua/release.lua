@@ -1,19 +1,121 @@
 -- release.lua: delete the lock if, and only if, the caller still holds it,
--- then tell waiters on the lock's channel that it is free.
+-- and pass it on: hand it over to the first fair waiter of its queue, or
+-- wake the first barging one (see queue_acquire.lua), or, with nobody
+-- queued, tell whoever listens on the lock's channel that it is free.
+-- A waiter giving up also leaves the queue with it.
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the fence key, whose name is also the lock's release channel
+-- KEYS[3]  the queue (see queue_acquire.lua); absent for a Redlock node,
+-- KEYS[4]  the leases                          which has no queue
 -- ARGV[1]  the caller's token
--- ARGV[2]  'quiet': publish nothing (a Redlock attempt that failed takes
---          back the nodes that granted it: nobody waits for those alone)
+-- ARGV[2]  '' to release; 'quiet' to release and tell nobody (a Redlock
+--          attempt that failed takes back the nodes that granted it:
+--          nobody waits for those alone); 'leave': the caller is a waiter
+--          giving up, which leaves the queue, releases the lock if it got it
+--          after all, and passes the lock on if it is free
+-- ARGV[3]  with 'leave': the caller's ttl, which names it in the queue
+-- ARGV[4]  the longest a lock handed over is set for, in milliseconds (a
+--          waiter that died since it last renewed its lease holds the
+--          others up no longer than that); also how long a woken waiter
+--          keeps its place if it does not try
+-- ARGV[5]  with 'leave': the caller's channel, which also names it in the
+--          queue; '' or absent if it gave none
+-- ARGV[6]  '1' when PUBLISH counts every Client listening on a waiter's
+--          channel (not in a Cluster, where it counts one node's): a
+--          waiter whose channel nobody hears is then passed over at once
 --
--- Returns 1 when the lock was ours and is now deleted, 0 when it was not ours
--- (expired, taken by another holder, deleted, or replaced by another type).
+-- Returns 1 when the lock was the caller's and is now deleted, 0 otherwise.
+--
+-- A fair waiter at the head gets the lock at once, with the next fence,
+-- for its own ttl but no longer than ARGV[4], and the message
+-- "token:fence" tells it so: on the waiter's own channel if it gave one,
+-- so that no other waiter wakes for nothing, else on the lock's. A waiter
+-- whose ttl is no longer than that needs no further round trip; the others
+-- extend the lock to their ttl with queue_acquire.lua, which finds it
+-- theirs. A barging waiter at the head gets the message "token": it tries
+-- again, as anyone may (a newcomer can be first), and keeps its place for
+-- ARGV[4] unless it does. So a release wakes one waiter, not all of them.
+local released = 0
 if redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  if ARGV[2] ~= 'quiet' then
+  released = 1
+end
+if #KEYS < 4 then
+  if released == 1 and ARGV[2] ~= 'quiet' then
     redis.call('PUBLISH', KEYS[2], '')
   end
+  return released
+end
+if ARGV[2] == 'leave' then
+  local me = ARGV[1] .. ':' .. ARGV[3]
+  if ARGV[5] and ARGV[5] ~= '' then
+    me = me .. ':' .. ARGV[5]
+  end
+  redis.call('ZREM', KEYS[3], me, '*' .. me)
+  redis.call('ZREM', KEYS[4], me, '*' .. me)
+  if redis.call('EXISTS', KEYS[1]) == 1 then
+    return released -- held by another: its release passes the lock on
+  end
+elseif released == 0 then
+  return 0
+elseif ARGV[2] == 'quiet' then
   return 1
 end
-return 0
+
+local t = redis.call('TIME')
+local now_ms = t[1] * 1000 + math.floor(t[2] / 1000)
+local cap = tonumber(ARGV[4])
+local counted = ARGV[6] == '1'
+for _ = 1, 100 do
+  local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  if not head then
+    break
+  end
+  local lease = tonumber(redis.call('ZSCORE', KEYS[4], head))
+  local barging = string.sub(head, 1, 1) == '*'
+  local token, ttl, channel = string.match(head, '^%*?([^:]*):(%d+):?(.*)$')
+  if token and lease and lease > now_ms then
+    local fence
+    local message = token
+    if not barging then
+      fence = t[1] * 1000000 + t[2]
+      local last = tonumber(redis.pcall('GET', KEYS[2]))
+      if last and last >= fence then
+        fence = last + 1
+      end
+      fence = string.format('%d', fence)
+      message = token .. ':' .. fence
+    end
+    local heard = nil
+    if channel ~= '' then
+      -- pcall: an ACL may let this caller publish on the lock's channel only
+      heard = redis.pcall('PUBLISH', channel, message)
+      if type(heard) ~= 'number' then
+        heard = nil
+      end
+    end
+    if heard == nil then
+      redis.call('PUBLISH', KEYS[2], message)
+    end
+    if not (counted and heard == 0) then
+      if barging then
+        -- Its turn to try: it keeps its place only as long as a handoff
+        -- would hold the lock for it, unless it tries.
+        redis.call('ZADD', KEYS[4], 'LT', now_ms + cap, head)
+      else
+        ttl = math.min(tonumber(ttl), cap)
+        redis.call('SET', KEYS[1], token, 'PX', ttl)
+        redis.call('SET', KEYS[2], fence, 'PX', ttl)
+        redis.call('ZREM', KEYS[3], head)
+        redis.call('ZREM', KEYS[4], head)
+      end
+      return released
+    end
+  end
+  -- gone: its lease ran out, or no Client listens on its channel any more
+  redis.call('ZREM', KEYS[3], head)
+  redis.call('ZREM', KEYS[4], head)
+end
+redis.call('PUBLISH', KEYS[2], '')
+return released

@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,6 +52,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = hotKey(ctx, args[1:], stdout, stderr)
 	case "renew":
 		err = renew(ctx, args[1:], stdout, stderr)
+	case "herd":
+		err = herd(ctx, args[1:], stdout, stderr)
 	case "rows":
 		bench.WriteRows(stdout)
 	case "report":
@@ -123,6 +126,34 @@ func eachRow(rows []bench.Row, stdout, stderr io.Writer, measure func(addr strin
 		res, err := withServer(func(addr string) (any, error) { return measure(addr, row) })
 		if err != nil {
 			return fmt.Errorf("%s: %w", row.Name, err)
+		}
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// herd runs the flash sale of the herd row, default mode and fair, on a
+// redis-server of its own for each, and prints a JSON line for each.
+func herd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("peers herd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg bench.HerdConfig
+	fs.IntVar(&cfg.Clients, "clients", 4, "dlock Clients, each with its own connections")
+	fs.IntVar(&cfg.Buyers, "buyers", 1200, "buyers, spread over the clients")
+	fs.IntVar(&cfg.Items, "items", 1000, "items in stock")
+	fs.DurationVar(&cfg.TTL, "ttl", 10*time.Second, "ttl of the lock")
+	modes := fs.String("modes", "default,fair", "the modes to run, in this order")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	for mode := range strings.SplitSeq(*modes, ",") {
+		cfg.Fair = mode == "fair"
+		res, err := withServer(func(addr string) (any, error) { return bench.RunHerd(ctx, addr, cfg) })
+		if err != nil {
+			return fmt.Errorf("herd %s: %w", mode, err)
 		}
 		if err := enc.Encode(res); err != nil {
 			return err
