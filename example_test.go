@@ -12,22 +12,23 @@ import (
 	"github.com/dlock-go/dlock/redistest"
 )
 
-// nightlyReport runs the report on one instance only: whoever takes the
-// lock runs it; the others skip it. (The README shows this function.)
+// nightlyReport runs the report on one instance only, when cron starts it
+// on every instance at 02:00: whoever takes the lock runs it; the others
+// skip it. (The README shows this function.)
 func nightlyReport(ctx context.Context, locker *dlock.Client) error {
-	lock, err := locker.TryObtain(ctx, "job:nightly-report", time.Minute)
+	err := locker.Do(ctx, "job:nightly-report", time.Minute, runReport,
+		dlock.WithoutWait(),               // one attempt: the others skip the run
+		dlock.WithMinHold(10*time.Minute)) // kept after a quick run, for a host whose clock is late
 	if errors.Is(err, dlock.ErrNotObtained) {
 		return nil // another instance runs the report
 	}
-	if err != nil {
-		return err // Redis failed: the error names the key and the node
-	}
-	defer lock.Release(context.WithoutCancel(ctx))
-	return runReport(ctx, lock.Until()) // finish before the lock's validity ends
+	return err // the report's error, or Redis's (naming the key and the node)
 }
 
-func runReport(_ context.Context, until time.Time) error {
-	fmt.Println("running the report, lock valid for a minute:", time.Until(until) > 50*time.Second)
+// runReport does the work, while the lock is held and renewed; ctx is
+// cancelled if the lock is lost.
+func runReport(ctx context.Context) error {
+	fmt.Println("running the report")
 	return nil
 }
 
@@ -39,10 +40,16 @@ func Example() {
 	locker := dlock.New(rdb) // one per process: safe for concurrent use
 	defer locker.Close()
 
-	if err := nightlyReport(context.Background(), locker); err != nil {
+	ctx := context.Background()
+	if err := nightlyReport(ctx, locker); err != nil {
 		fmt.Println(err)
 	}
-	// Output: running the report, lock valid for a minute: true
+	info, _ := locker.Inspect(ctx, "job:nightly-report")
+	fmt.Println("still held after the report:", info.Held)
+	_, _ = locker.ForceRelease(ctx, "job:nightly-report") // only so that this example can run again
+	// Output:
+	// running the report
+	// still held after the report: true
 }
 
 // Obtain waits while another holder has the lock, until its context ends.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,5 +65,44 @@ func TestReadmeCodeIsTested(t *testing.T) {
 		if !strings.Contains(dedent(tests.String()), dedent(block[1])) {
 			t.Errorf("this README.md code is not in any *_test.go file:\n%s", block[1])
 		}
+	}
+}
+
+// The README's first example runs the job once across hosts: three hosts
+// whose cron fires at once run it once, and so does a host whose clock is
+// late, firing after the job is done.
+func TestNightlyReportRunsOnceAcrossHosts(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	var hosts []*dlock.Client
+	for range 4 {
+		hosts = append(hosts, newLocker(t, srv.Client()))
+	}
+	var runs atomic.Int32
+	job := func(context.Context) error { runs.Add(1); return nil }
+	report := func(ctx context.Context, locker *dlock.Client) error {
+		// nightlyReport with the work counted
+		err := locker.Do(ctx, "job:nightly-report", time.Minute, job,
+			dlock.WithoutWait(),
+			dlock.WithMinHold(10*time.Minute))
+		if errors.Is(err, dlock.ErrNotObtained) {
+			return nil
+		}
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, host := range hosts[:3] {
+		wg.Go(func() {
+			if err := report(t.Context(), host); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := report(t.Context(), hosts[3]); err != nil { // its clock is late: the others are done
+		t.Error(err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the job ran %d times on 4 hosts, want once", n)
 	}
 }
