@@ -36,6 +36,8 @@
 -- theirs. A barging waiter at the head gets the message "token": it tries
 -- again, as anyone may (a newcomer can be first), and keeps its place for
 -- ARGV[4] unless it does. So a release wakes one waiter, not all of them.
+-- Either way, the message "*" on the lock's channel tells those that watch
+-- the lock without waiting in its queue; waiters ignore it.
 local released = 0
 if redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
@@ -110,6 +112,9 @@ for _ = 1, 100 do
         redis.call('ZREM', KEYS[3], head)
         redis.call('ZREM', KEYS[4], head)
       end
+      -- For those that only watch the lock (Client.WaitRelease): queued
+      -- waiters do not wake for it.
+      redis.call('PUBLISH', KEYS[2], '*')
       return released
     end
   end
