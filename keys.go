@@ -19,6 +19,12 @@ import (
 //	                         to the key's slot, followed by the key itself
 const fenceKind = "fence"
 
+// The channel on which a release also tells those that watch the lock
+// without waiting for it (Client.WaitRelease): a side key's name, though
+// no key. Its kind has as many letters as fenceKind, so that the scripts
+// find it from the fence key's name.
+const watchKind = "watch"
+
 // The side keys of the waiters of a lock on a single deployment: their
 // queue in arrival order, and their leases.
 const (

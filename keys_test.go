@@ -3,6 +3,7 @@ package dlock
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,4 +90,19 @@ func FuzzSideKey(f *testing.F) {
 			t.Errorf("sideKey(%q) = %q: slot %d, want %d", key, side, keySlot(side), keySlot(key))
 		}
 	})
+}
+
+// The scripts find a lock's watch channel from its fence key's name, and
+// queueKeys builds the side keys sideKey names.
+func TestSideKeyNamesDerive(t *testing.T) {
+	for _, key := range sampleKeys() {
+		fence := sideKey(fenceKind, key)
+		if want := "dlock:watch" + fence[len("dlock:fence"):]; sideKey(watchKind, key) != want {
+			t.Errorf("watch channel of %q = %q, want %q (release.lua derives it)", key, sideKey(watchKind, key), want)
+		}
+		want := []string{key, fence, sideKey(queueKind, key), sideKey(leaseKind, key)}
+		if got := queueKeys(key); !slices.Equal(got, want) {
+			t.Errorf("queueKeys(%q) = %q, want %q", key, got, want)
+		}
+	}
 }

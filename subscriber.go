@@ -463,8 +463,7 @@ func (s *subscriber) unsubscribed(channel string) {
 // wake wakes the watchers a message with payload is for, without blocking.
 // A payload "id:fence" hands the lock over to watcher id (fair mode): it is
 // kept for takeHandoff; a payload "id" wakes watcher id, the first waiter of
-// a queue, to try (see takeWoken); "*", a release that passed the lock on
-// in its queue, wakes only the watchers without an id. s.mu is held.
+// a queue, to try (see takeWoken). s.mu is held.
 func (st *channelState) wake(payload string) {
 	for w := range st.watchers {
 		switch {

@@ -14,8 +14,11 @@ import (
 // Redis fails.
 //
 // It is woken by the release, as Obtain is, on the Client's Pub/Sub
-// connection, and looks at the lock again then (one round trip, as
-// Inspect), and when the holder's ttl runs out; it does not poll. A holder
+// connection (on a channel of its own, which the release tells after it
+// passed the lock on: waiters do not hear it), and looks at the lock again
+// then (one round trip, as Inspect), and when the holder's ttl runs out; it
+// does not poll. A holder whose ACL forbids it to publish on that channel
+// releases without telling it. A holder
 // that releases without telling, such as a plain DEL from another library,
 // is seen when its ttl would have run out. Another caller may take the
 // lock as soon as it is free: WaitRelease says it was free, not that it
@@ -24,8 +27,8 @@ func (c *Client) WaitRelease(ctx context.Context, key string) error {
 	if err := c.checkKey(key); err != nil {
 		return err
 	}
-	w := waiter{c: c, cfg: obtainConfig{backoff: defaultBackoff}, key: key, keys: c.keys(key)}
-	channel := w.keys[1]
+	w := waiter{c: c, cfg: obtainConfig{backoff: defaultBackoff}, key: key}
+	channel := sideKey(watchKind, key)
 	listening := w.listenIfSubscribed(channel, "")
 	defer w.stop()
 	holder := ""

@@ -24,7 +24,7 @@ func TestWaitRelease(t *testing.T) {
 		watcher := newLocker(t, e.srv.Client())
 		done := make(chan error, 1)
 		go func() { done <- watcher.WaitRelease(timeout(t, 30*time.Second), key) }()
-		waitSubscribed(t, e, key)
+		waitWatching(t, e, key)
 		next := make(chan *dlock.Lock, 1)
 		if queued {
 			go func() {
@@ -75,7 +75,7 @@ func TestWaitReleaseEnds(t *testing.T) {
 	closed := newLocker(t, e.srv.Client())
 	done := make(chan error, 1)
 	go func() { done <- closed.WaitRelease(timeout(t, 30*time.Second), key) }()
-	waitSubscribed(t, e, key)
+	waitWatching(t, e, key)
 	closed.Close()
 	if err := <-done; !errors.Is(err, dlock.ErrClosed) {
 		t.Errorf("WaitRelease on a Client closed meanwhile = %v, want ErrClosed", err)
@@ -100,4 +100,13 @@ func TestWaitReleaseRedlock(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("WaitRelease on a Redlock: %v", err)
 	}
+}
+
+// waitWatching waits until someone listens on the watch channel of key.
+func waitWatching(t *testing.T, e *env, key string) {
+	t.Helper()
+	channel := "dlock:watch{" + key + "}"
+	eventually(t, 5*time.Second, "a subscriber of "+channel, func() bool {
+		return e.rdb.PubSubNumSub(context.Background(), channel).Val()[channel] > 0
+	})
 }

@@ -14,4 +14,5 @@ elseif state ~= 'string' then
 end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', KEYS[2], '')
+redis.pcall('PUBLISH', 'dlock:watch' .. string.sub(KEYS[2], 12), '') -- see release.lua
 return 1

@@ -36,8 +36,10 @@
 -- theirs. A barging waiter at the head gets the message "token": it tries
 -- again, as anyone may (a newcomer can be first), and keeps its place for
 -- ARGV[4] unless it does. So a release wakes one waiter, not all of them.
--- Either way, the message "*" on the lock's channel tells those that watch
--- the lock without waiting in its queue; waiters ignore it.
+-- Either way, a message on the lock's watch channel tells those that watch
+-- the lock without waiting for it (Client.WaitRelease): its name is the
+-- fence key's with "watch" for "fence" (see keys.go).
+local watch = 'dlock:watch' .. string.sub(KEYS[2], 12)
 local released = 0
 if redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
@@ -46,6 +48,7 @@ end
 if #KEYS < 4 then
   if released == 1 and ARGV[2] ~= 'quiet' then
     redis.call('PUBLISH', KEYS[2], '')
+    redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
   end
   return released
 end
@@ -112,9 +115,7 @@ for _ = 1, 100 do
         redis.call('ZREM', KEYS[3], head)
         redis.call('ZREM', KEYS[4], head)
       end
-      -- For those that only watch the lock (Client.WaitRelease): queued
-      -- waiters do not wake for it.
-      redis.call('PUBLISH', KEYS[2], '*')
+      redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
       return released
     end
   end
@@ -123,4 +124,5 @@ for _ = 1, 100 do
   redis.call('ZREM', KEYS[4], head)
 end
 redis.call('PUBLISH', KEYS[2], '')
+redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
 return released
