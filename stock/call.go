@@ -14,7 +14,7 @@ import (
 type call struct {
 	inv   *Inventory
 	op    string   // "reserve", "commit", ...: the verb of its errors
-	skus  []string // four KEYS each, in this order
+	skus  []string // three KEYS each, in this order
 	qty   []int64  // what each sku is asked for, if anything: for ErrSoldOut's message
 	order string
 	keys  []string

@@ -35,16 +35,17 @@
 //     that no call keeps Redis busy for long; a call that finds more runs
 //     again until none is left (each expired hold is returned once).
 //   - A failed call changes nothing: bad input never reaches Redis, and
-//     the scripts check every key's type before they write.
+//     the scripts read every key before they write one, and a key of
+//     another type stops them there.
 //   - Every call returns when its context ends, even if Redis does not
 //     answer; the call may still take effect, which a retry with the same
 //     order makes harmless. [Inventory.Close] waits for such calls.
 //
 // # Keys and Redis Cluster
 //
-// A sku has four keys, which hash to one Cluster slot: "stock{shirt}:level"
+// A sku has three keys, which hash to one Cluster slot: "stock{shirt}:level"
 // (a hash of the units available, held and sold), ":order" (each order's
-// state), ":holds" and ":ended" (sorted sets of deadlines). A sku with a hash
+// state) and ":holds" (a sorted set of deadlines). A sku with a hash
 // tag keeps it: "{shop-7}shirt" has "stock:{shop-7}shirt:level" and so on,
 // and every sku tagged "{shop-7}" shares a slot, which a cart needs on a
 // Cluster: [Inventory.ReserveAll] returns [ErrCrossSlot] for a cart of

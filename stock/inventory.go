@@ -70,7 +70,9 @@ func (inv *Inventory) Close() error {
 
 // Set sets the number of units of sku available to reserve to qty, from 0
 // to MaxQuantity, and makes sku known. Reservations already held keep their
-// units, and return them on top of qty if they are cancelled or expire.
+// units, and return them on top of qty if they are cancelled or expire;
+// qty and the units held may not pass MaxQuantity together
+// (ErrInvalidQuantity).
 func (inv *Inventory) Set(ctx context.Context, sku string, qty int64) error {
 	if err := checkSKU(sku); err != nil {
 		return err
@@ -78,7 +80,8 @@ func (inv *Inventory) Set(ctx context.Context, sku string, qty int64) error {
 	if qty < 0 || qty > MaxQuantity {
 		return fmt.Errorf("%w: set %q to %d, want 0 to %d", ErrInvalidQuantity, sku, qty, int64(MaxQuantity))
 	}
-	c := inv.newCall("set", sku, "", skuKeys(nil, inv.prefix, sku), strconv.FormatInt(qty, 10))
+	c := inv.newCall("set", sku, "", skuKeys(nil, inv.prefix, sku),
+		strconv.FormatInt(qty, 10), strconv.FormatInt(MaxQuantity, 10))
 	_, err := c.run(ctx, setScript)
 	return err
 }

@@ -5,17 +5,17 @@ import (
 	"strings"
 )
 
-// The four keys of a sku, named by suffix. The suffixes have one length, so
-// a key of one sku never ends up the name of another sku's key.
+// The three keys of a sku, named by suffix (see lua/prelude.lua). The
+// suffixes have one length, so a key of one sku is never named as a key of
+// another sku.
 const (
 	levelSuffix  = ":level" // hash: available, held, sold
 	ordersSuffix = ":order" // hash: order -> "held:3", "sold:3", "cancelled:3" or "expired:3"
-	holdsSuffix  = ":holds" // zset: order -> deadline of its hold (ms, server time)
-	endedSuffix  = ":ended" // zset: order -> when its outcome is forgotten (ms)
+	holdsSuffix  = ":holds" // zset: order -> deadline of its hold, or when its outcome is forgotten (ms)
 )
 
 // keysPerSKU is how many KEYS each sku brings to a script.
-const keysPerSKU = 4
+const keysPerSKU = 3
 
 // skuBase returns the part the names of a sku's keys start with. Lua
 // scripts may only touch keys of one Cluster slot, so every key of a sku
@@ -39,7 +39,7 @@ func skuBase(prefix, sku string) string {
 // skuKeys appends the KEYS of sku, in the order the scripts take them.
 func skuKeys(keys []string, prefix, sku string) []string {
 	base := skuBase(prefix, sku)
-	return append(keys, base+levelSuffix, base+ordersSuffix, base+holdsSuffix, base+endedSuffix)
+	return append(keys, base+levelSuffix, base+ordersSuffix, base+holdsSuffix)
 }
 
 // hasHashTag reports whether Redis Cluster hashes only part of key: the

@@ -19,7 +19,7 @@ func TestSKUKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		keys := skuKeys(nil, DefaultPrefix, tt.sku)
-		want := []string{tt.base + ":level", tt.base + ":order", tt.base + ":holds", tt.base + ":ended"}
+		want := []string{tt.base + ":level", tt.base + ":order", tt.base + ":holds"}
 		if strings.Join(keys, " ") != strings.Join(want, " ") {
 			t.Errorf("skuKeys(%q) = %q, want %q", tt.sku, keys, want)
 		}

@@ -170,7 +170,7 @@ func (inv *Inventory) checkSlots(skus []string) error {
 	return nil
 }
 
-// keysOf returns the KEYS of skus, four each.
+// keysOf returns the KEYS of skus, three each.
 func (inv *Inventory) keysOf(skus []string) []string {
 	keys := make([]string, 0, keysPerSKU*len(skus))
 	for _, sku := range skus {

@@ -16,7 +16,7 @@ const (
 	codeNoReservation             // {code, item, state}
 	codeConflict                  // {code, item, qty held}
 	codeWrongType                 // {code, item, index in KEYS from 1}
-	codeTooMany                   // {code, item, available}
+	codeTooMany                   // {code, item, available}: past MaxQuantity
 )
 
 // The states of an order on a sku, as codeNoReservation reports them.
@@ -98,8 +98,7 @@ func (c *call) replyError(r reply) error {
 		}
 		return fmt.Errorf("%w: %q, a key of %q", ErrWrongType, c.keys[key], sku)
 	case codeTooMany:
-		return fmt.Errorf("%w: %q has %d available, and %d more would pass MaxQuantity with what is held",
-			ErrInvalidQuantity, sku, r.value(0), -c.qty[r.item])
+		return fmt.Errorf("%w: %s %q would leave more than MaxQuantity units available and held", ErrInvalidQuantity, c.op, sku)
 	default:
 		return fmt.Errorf("stock: %s %s: unexpected reply %d %v", c.op, c.about(), r.code, r.values)
 	}

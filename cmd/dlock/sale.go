@@ -41,7 +41,7 @@ func flashSale(ctx context.Context, d *demo) result {
 	inv := stock.New(d.rdb, stock.WithPrefix(prefix))
 	defer inv.Close()
 	base := prefix + "{" + saleSKU + "}" // the keys of a sku (package stock's doc)
-	defer d.cleanup(ctx, base+":level", base+":order", base+":holds", base+":ended")
+	defer d.cleanup(ctx, base+":level", base+":order", base+":holds")
 	if err := inv.Set(ctx, saleSKU, saleStock); err != nil {
 		return failed(err)
 	}

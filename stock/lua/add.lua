@@ -1,6 +1,6 @@
 -- add.lua: add units to a sku's available stock, or take them away.
 --
--- KEYS     the four keys of one sku (see prelude.lua)
+-- KEYS     the three keys of one sku (see prelude.lua)
 -- ARGV[2]  the change, a decimal string, negative to take away
 -- ARGV[3]  the largest quantity allowed, available plus held
 --
@@ -9,22 +9,21 @@
 --         {SOLD_OUT, 0, avail}    fewer than -change units are available
 --         {TOO_MANY, 0, avail}    available plus held would pass ARGV[3]
 -- and the replies of begin (prelude.lua). Nothing changes unless DONE.
-local now, reply = begin()
+local now, skus = begin(nil)
 if not now then
-  return reply
+  return skus
 end
-local level = sku_keys(0)
-local v = redis.call('HMGET', level, 'available', 'held')
-if not v[1] then
+local s = skus[0]
+if not s.known then
   return {UNKNOWN, 0}
 end
-local available = tonumber(v[1])
-local after = available + tonumber(ARGV[2])
+local after = s.available + tonumber(ARGV[2])
 if after < 0 then
-  return {SOLD_OUT, 0, available}
+  return {SOLD_OUT, 0, s.available}
 end
-if after + tonumber(v[2] or 0) > tonumber(ARGV[3]) then
-  return {TOO_MANY, 0, available}
+if after + s.held > tonumber(ARGV[3]) then
+  return {TOO_MANY, 0, s.available}
 end
-redis.call('HINCRBY', level, 'available', ARGV[2])
+s.available = after
+put(0, s)
 return {DONE, 0}

@@ -1,18 +1,17 @@
 -- levels.lua: how many units of a sku are available, held and sold, once its
 -- expired holds are back in stock.
 --
--- KEYS     the four keys of one sku (see prelude.lua)
+-- KEYS     the three keys of one sku (see prelude.lua)
 --
 -- Returns {DONE, 0, available, held, sold}
 --         {UNKNOWN, 0}  the sku was never set
 -- and the replies of begin (prelude.lua).
-local now, reply = begin()
+local now, skus = begin(nil)
 if not now then
-  return reply
+  return skus
 end
-local level = sku_keys(0)
-local v = redis.call('HMGET', level, 'available', 'held', 'sold')
-if not v[1] then
+local s = skus[0]
+if not s.known then
   return {UNKNOWN, 0}
 end
-return {DONE, 0, tonumber(v[1]), tonumber(v[2] or 0), tonumber(v[3] or 0)}
+return {DONE, 0, s.available, s.held, s.sold}

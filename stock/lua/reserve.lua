@@ -1,6 +1,6 @@
 -- reserve.lua: hold units of one or more skus for an order, all or nothing.
 --
--- KEYS     four per sku (see prelude.lua)
+-- KEYS     three per sku (see prelude.lua)
 -- ARGV[2]  the order
 -- ARGV[3]  how long the hold lasts, in ms
 -- ARGV[4…] the quantity of each sku, in the order of KEYS, as decimal strings
@@ -14,26 +14,24 @@
 -- and the replies of begin (prelude.lua). Nothing changes unless DONE.
 --
 -- An order whose hold on a sku was cancelled or expired may reserve it again.
-local now, reply = begin()
-if not now then
-  return reply
-end
 local order = ARGV[2]
+local now, skus = begin(order)
+if not now then
+  return skus
+end
 local fresh = {}
 for i = 0, SKUS - 1 do
-  local level, orders = sku_keys(i)
-  local qty = ARGV[4 + i]
-  local available = redis.call('HGET', level, 'available')
-  if not available then
+  local s, qty = skus[i], ARGV[4 + i]
+  if not s.known then
     return {UNKNOWN, i}
   end
-  local state, had = parse(redis.call('HGET', orders, order))
+  local state, had = parse(s.record)
   if state == 'held' or state == 'sold' then
     if had ~= qty then
       return {CONFLICT, i, tonumber(had)}
     end
-  elseif tonumber(available) < tonumber(qty) then
-    return {SOLD_OUT, i, tonumber(available)}
+  elseif s.available < tonumber(qty) then
+    return {SOLD_OUT, i, s.available}
   else
     fresh[#fresh + 1] = i
   end
@@ -43,12 +41,11 @@ if #fresh == 0 then
 end
 local deadline = now + tonumber(ARGV[3])
 for _, i in ipairs(fresh) do
-  local level, orders, holds, ended = sku_keys(i)
-  local qty = ARGV[4 + i]
-  redis.call('HINCRBY', level, 'available', '-' .. qty)
-  redis.call('HINCRBY', level, 'held', qty)
+  local s, qty = skus[i], ARGV[4 + i]
+  local _, orders, holds = sku_keys(i)
+  s.available, s.held = s.available - tonumber(qty), s.held + tonumber(qty)
+  put(i, s)
   redis.call('HSET', orders, order, 'held:' .. qty)
   redis.call('ZADD', holds, deadline, order)
-  redis.call('ZREM', ended, order)
 end
 return {DONE, 0, #fresh}

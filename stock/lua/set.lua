@@ -1,15 +1,20 @@
 -- set.lua: set the units of a sku available to reserve; holds keep theirs.
 --
--- KEYS     the four keys of one sku (see prelude.lua)
+-- KEYS     the three keys of one sku (see prelude.lua)
 -- ARGV[2]  the quantity, a decimal string
+-- ARGV[3]  the largest quantity allowed, available plus held
 --
--- Returns {DONE, 0} and the replies of begin (prelude.lua).
-local now, reply = begin()
+-- Returns {DONE, 0}
+--         {TOO_MANY, 0, avail}  the quantity plus the units held would pass ARGV[3]
+-- and the replies of begin (prelude.lua). Nothing changes unless DONE.
+local now, skus = begin(nil)
 if not now then
-  return reply
+  return skus
 end
-local level = sku_keys(0)
-redis.call('HSET', level, 'available', ARGV[2])
-redis.call('HSETNX', level, 'held', 0)
-redis.call('HSETNX', level, 'sold', 0)
+local s = skus[0]
+if tonumber(ARGV[2]) + s.held > tonumber(ARGV[3]) then
+  return {TOO_MANY, 0, s.available}
+end
+s.available = tonumber(ARGV[2])
+put(0, s)
 return {DONE, 0}

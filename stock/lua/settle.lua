@@ -1,7 +1,7 @@
 -- settle.lua: end an order's holds on one or more skus, all or nothing:
 -- commit them (the units are sold) or cancel them (the units go back).
 --
--- KEYS     four per sku (see prelude.lua)
+-- KEYS     three per sku (see prelude.lua)
 -- ARGV[2]  the order
 -- ARGV[3]  "sold" to commit, "cancelled" to cancel
 --
@@ -12,18 +12,18 @@
 --                                    why (prelude.lua's STATE, 0 for never
 --                                    reserved or forgotten)
 -- and the replies of begin (prelude.lua). Nothing changes unless DONE.
-local now, reply = begin()
-if not now then
-  return reply
-end
 local order, outcome = ARGV[2], ARGV[3]
+local now, skus = begin(order)
+if not now then
+  return skus
+end
 local held = {}
 for i = 0, SKUS - 1 do
-  local level, orders = sku_keys(i)
-  if redis.call('HEXISTS', level, 'available') == 0 then
+  local s = skus[i]
+  if not s.known then
     return {UNKNOWN, i}
   end
-  local state, qty = parse(redis.call('HGET', orders, order))
+  local state, qty = parse(s.record)
   if state == 'held' then
     held[#held + 1] = {i, qty}
   elseif state ~= outcome then
@@ -33,17 +33,18 @@ end
 if #held == 0 then
   return {UNCHANGED, 0}
 end
-local to = 'available'
-if outcome == 'sold' then
-  to = 'sold'
-end
 for _, h in ipairs(held) do
-  local level, orders, holds, ended = sku_keys(h[1])
-  local qty = h[2]
-  redis.call('HINCRBY', level, 'held', '-' .. qty)
-  redis.call('HINCRBY', level, to, qty)
+  local i, qty = h[1], h[2]
+  local s = skus[i]
+  local _, orders, holds = sku_keys(i)
+  s.held = s.held - tonumber(qty)
+  if outcome == 'sold' then
+    s.sold = s.sold + tonumber(qty)
+  else
+    s.available = s.available + tonumber(qty)
+  end
+  put(i, s)
   redis.call('HSET', orders, order, outcome .. ':' .. qty)
-  redis.call('ZREM', holds, order)
-  redis.call('ZADD', ended, now + RETENTION, order)
+  redis.call('ZADD', holds, now + RETENTION, order)
 end
 return {DONE, 0, #held}
