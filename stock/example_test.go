@@ -2,7 +2,6 @@ package stock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,23 +10,10 @@ import (
 	"github.com/dlock-go/dlock/stock"
 )
 
-// checkout sells one unit of sku to order: reserve it, take the payment,
-// then commit the sale, or cancel it so that the unit goes back to the
-// stock. If the process dies before either, the hold expires and the unit
-// goes back by itself.
-func checkout(ctx context.Context, inv *stock.Inventory, sku, order string, pay func() error) error {
-	err := inv.Reserve(ctx, sku, order, 1, 10*time.Minute)
-	if err != nil {
-		return err // stock.ErrSoldOut, or Redis failed: retrying with the same order is safe
-	}
-	if err := pay(); err != nil {
-		_ = inv.Cancel(context.WithoutCancel(ctx), sku, order) // or let the hold expire
-		return err
-	}
-	return inv.Commit(ctx, sku, order)
-}
-
-// A flash sale: three units, four buyers, one of whom cannot pay.
+// A flash sale: three units, five buyers, one of whom cannot pay. A
+// buyer reserves a unit, pays, and commits the sale, or cancels it so that
+// the unit goes back on sale; if the process dies before either, the hold
+// expires and the unit goes back by itself.
 func Example() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
@@ -39,22 +25,27 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	paid := func() error { return nil }
-	declined := func() error { return errors.New("card declined") }
-	for _, buyer := range []struct {
-		order string
-		pay   func() error
-	}{{"order-1", paid}, {"order-2", declined}, {"order-3", paid}, {"order-4", paid}, {"order-5", paid}} {
-		err := checkout(ctx, inv, "example:console", buyer.order, buyer.pay)
-		fmt.Printf("%s: %v\n", buyer.order, err)
+	for _, order := range []string{"order-1", "order-2", "order-3", "order-4", "order-5"} {
+		err := inv.Reserve(ctx, "example:console", order, 1, 10*time.Minute)
+		if err != nil {
+			fmt.Printf("%s: %v\n", order, err) // stock.ErrSoldOut
+			continue
+		}
+		if order == "order-2" { // the payment failed: the unit goes back on sale
+			err = inv.Cancel(ctx, "example:console", order)
+			fmt.Printf("%s: payment failed, cancelled: %v\n", order, err)
+			continue
+		}
+		err = inv.Commit(ctx, "example:console", order) // paid
+		fmt.Printf("%s: sold: %v\n", order, err)
 	}
 	levels, _ := inv.Levels(ctx, "example:console")
 	fmt.Printf("%+v\n", levels)
 	// Output:
-	// order-1: <nil>
-	// order-2: card declined
-	// order-3: <nil>
-	// order-4: <nil>
+	// order-1: sold: <nil>
+	// order-2: payment failed, cancelled: <nil>
+	// order-3: sold: <nil>
+	// order-4: sold: <nil>
 	// order-5: stock: sold out: "example:console" has 0 available, order "order-5" wants 1
 	// {Available:0 Held:0 Sold:3}
 }

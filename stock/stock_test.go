@@ -108,6 +108,7 @@ func TestOrderStates(t *testing.T) {
 		{"reserve held, same quantity", func() error { return inv.Reserve(ctx, sku, "held", 2, time.Minute) }, nil, ""},
 		{"take away more than available", func() error { return inv.Add(ctx, sku, -8) }, stock.ErrSoldOut, "has 7 available, cannot take 8 away"},
 		{"add past MaxQuantity", func() error { return inv.Add(ctx, sku, stock.MaxQuantity-8) }, stock.ErrInvalidQuantity, "more than MaxQuantity"},
+		{"set past MaxQuantity with what is held", func() error { return inv.Set(ctx, sku, stock.MaxQuantity-1) }, stock.ErrInvalidQuantity, "more than MaxQuantity"},
 	}
 	for _, tt := range tests {
 		err := tt.call()
