@@ -24,7 +24,7 @@ type Inventory struct {
 	calls  sync.WaitGroup // calls still running after their caller gave up
 }
 
-// Levels is what Levels reports of a sku.
+// Levels is what Inventory.Levels reports of a sku.
 type Levels struct {
 	Available int64 // units free to reserve
 	Held      int64 // units held by reservations neither committed, cancelled nor expired
