@@ -38,6 +38,7 @@ func TestReadmeCheckout(t *testing.T) {
 	if err := inv.Set(ctx, sku, 1); err != nil {
 		t.Fatal(err)
 	}
+	defer inv.Delete(ctx, sku)
 	declined := errors.New("card declined")
 	if err := checkout(ctx, inv, sku, "order-1", func() error { return declined }); err != declined {
 		t.Fatalf("checkout with the card declined = %v", err)

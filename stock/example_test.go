@@ -25,6 +25,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
+	defer inv.Delete(ctx, "example:console") // the sale is over
 	for _, order := range []string{"order-1", "order-2", "order-3", "order-4", "order-5"} {
 		err := inv.Reserve(ctx, "example:console", order, 1, 10*time.Minute)
 		if err != nil {
@@ -60,6 +61,7 @@ func ExampleInventory_Reserve_retry() {
 	ctx := context.Background()
 
 	_ = inv.Set(ctx, "example:ticket", 10)
+	defer inv.Delete(ctx, "example:ticket")
 	for range 3 { // the same request, three times
 		if err := inv.Reserve(ctx, "example:ticket", "order-77", 2, time.Minute); err != nil {
 			fmt.Println(err)
@@ -79,6 +81,7 @@ func ExampleInventory_Reserve_expiry() {
 	ctx := context.Background()
 
 	_ = inv.Set(ctx, "example:lamp", 1)
+	defer inv.Delete(ctx, "example:lamp")
 	_ = inv.Reserve(ctx, "example:lamp", "order-abandoned", 1, 20*time.Millisecond)
 	n, _ := inv.Available(ctx, "example:lamp")
 	fmt.Println("available while held:", n)
@@ -105,6 +108,8 @@ func ExampleInventory_ReserveAll() {
 
 	_ = inv.Set(ctx, "{shop-7}shirt", 5)
 	_ = inv.Set(ctx, "{shop-7}socks", 1)
+	defer inv.Delete(ctx, "{shop-7}shirt")
+	defer inv.Delete(ctx, "{shop-7}socks")
 	cart := map[string]int64{"{shop-7}shirt": 2, "{shop-7}socks": 2}
 	err := inv.ReserveAll(ctx, "order-8", cart, 10*time.Minute)
 	fmt.Println(err)

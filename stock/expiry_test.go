@@ -102,7 +102,7 @@ func TestManyExpiredHolds(t *testing.T) {
 func TestRetention(t *testing.T) {
 	t.Parallel()
 	rdb := shared(t)
-	prefix := strings.ReplaceAll(t.Name(), "/", ":")
+	prefix := testPrefix(t)
 	inv := newInventory(t, rdb, stock.WithPrefix(prefix), stock.WithRetention(20*time.Millisecond))
 	ctx := context.Background()
 	mustSet(t, inv, "shirt", 5)

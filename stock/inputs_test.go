@@ -113,18 +113,19 @@ func TestBadNew(t *testing.T) {
 func TestWrongType(t *testing.T) {
 	t.Parallel()
 	rdb := shared(t)
-	inv := newInventory(t, rdb, stock.WithPrefix(strings.ReplaceAll(t.Name(), "/", ":")))
+	prefix := testPrefix(t)
+	inv := newInventory(t, rdb, stock.WithPrefix(prefix))
 	ctx := context.Background()
 	mustSet(t, inv, "shirt", 5)
 	if err := inv.Reserve(ctx, "shirt", "o1", 1, time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	holds := t.Name() + "{shirt}:holds"
+	holds := prefix + "{shirt}:holds"
 	if n, err := rdb.ZCard(ctx, holds).Result(); err != nil || n != 1 {
 		t.Fatalf("ZCARD %s = %d, %v; want the hold there", holds, n, err)
 	}
 	time.Sleep(2 * time.Millisecond) // the hold expires, but is not returned yet
-	orders := t.Name() + "{shirt}:order"
+	orders := prefix + "{shirt}:order"
 	if err := rdb.Del(ctx, orders).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestWrongType(t *testing.T) {
 	if _, err := inv.Available(ctx, "shirt"); !errors.Is(err, stock.ErrWrongType) {
 		t.Fatalf("Available = %v, want ErrWrongType", err)
 	}
-	level := t.Name() + "{shirt}:level"
+	level := prefix + "{shirt}:level"
 	if got, err := rdb.HGetAll(ctx, level).Result(); err != nil || got["available"] != "4" || got["held"] != "1" {
 		t.Errorf("HGETALL %s = %v, %v; want it as it was: available 4, held 1", level, got, err)
 	}

@@ -128,6 +128,23 @@ func (inv *Inventory) Levels(ctx context.Context, sku string) (Levels, error) {
 	return Levels{Available: r.values[0], Held: r.values[1], Sold: r.values[2]}, nil
 }
 
+// Delete forgets sku: its units, its holds and its orders' outcomes, as
+// when a product is withdrawn or a sale is over. Later calls on sku get
+// ErrUnknownSKU until it is Set again; a Commit of a hold it had, too.
+func (inv *Inventory) Delete(ctx context.Context, sku string) error {
+	if err := checkSKU(sku); err != nil {
+		return err
+	}
+	keys := skuKeys(nil, inv.prefix, sku)
+	_, err := inv.bounded(ctx, func(ctx context.Context) (reply, error) {
+		return reply{}, inv.rdb.Del(ctx, keys...).Err() // one slot: one command
+	})
+	if err != nil {
+		return fmt.Errorf("stock: delete %q: %w", sku, err)
+	}
+	return nil
+}
+
 func checkSKU(sku string) error {
 	if sku == "" {
 		return fmt.Errorf("%w: empty", ErrInvalidSKU)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,9 +58,17 @@ func newInventory(t testing.TB, rdb redis.UniversalClient, opts ...stock.Option)
 	return inv
 }
 
-// testSKU returns a sku unique to the test.
+// runs tells apart the runs of a test in one process (go test -count).
+var runs atomic.Int64
+
+// testSKU returns a sku unique to the test and its run.
 func testSKU(t testing.TB, name string) string {
-	return strings.ReplaceAll(t.Name(), "/", ":") + ":" + name
+	return testPrefix(t) + ":" + name
+}
+
+// testPrefix returns a key prefix unique to the test and its run.
+func testPrefix(t testing.TB) string {
+	return fmt.Sprintf("%s:%d", strings.ReplaceAll(t.Name(), "/", ":"), runs.Add(1))
 }
 
 // mustSet sets sku to qty or fails the test.

@@ -206,3 +206,28 @@ func TestCart(t *testing.T) {
 	wantLevels(t, inv, shirt, stock.Levels{Available: 3, Sold: 2})
 	wantLevels(t, inv, hat, stock.Levels{Available: 1})
 }
+
+func TestDelete(t *testing.T) {
+	t.Parallel()
+	inv := newInventory(t, shared(t))
+	ctx := context.Background()
+	sku := testSKU(t, "shirt")
+	mustSet(t, inv, sku, 5)
+	if err := inv.Reserve(ctx, sku, "o1", 2, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Delete(ctx, sku); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Commit(ctx, sku, "o1"); !errors.Is(err, stock.ErrUnknownSKU) {
+		t.Errorf("Commit after Delete = %v, want ErrUnknownSKU", err)
+	}
+	mustSet(t, inv, sku, 3)
+	if err := inv.Commit(ctx, sku, "o1"); !errors.Is(err, stock.ErrNoReservation) {
+		t.Errorf("Commit of a hold from before Delete = %v, want ErrNoReservation", err)
+	}
+	wantLevels(t, inv, sku, stock.Levels{Available: 3})
+	if err := inv.Delete(ctx, ""); !errors.Is(err, stock.ErrInvalidSKU) {
+		t.Errorf("Delete of an empty sku = %v, want ErrInvalidSKU", err)
+	}
+}
