@@ -7,122 +7,165 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/stock"
 )
 
 // The flash sale (seed 004): more buyers than items, served by several
-// instances, each reading the stock and writing it back one less. Without
-// the lock two buyers read the same stock and both buy: overselling.
-//
-// The buyers wait in fair mode (dlock.WithFair): each release hands the
-// lock to the buyer who has waited longest and wakes only that one, where in
-// plain mode it wakes every waiter to race for it, and all but one try
-// again, each try a script. Measured on the embedded Redis, the sale takes
-// 1s instead of 2.3s; on a real server, 0.35s instead of 0.4s.
+// instances. The seed locks the stock, reads it and writes it back one less;
+// package stock does without the lock: a buyer reserves an item in one
+// atomic script, pays, and commits the sale. One buyer in ten abandons the
+// cart without a word; its hold expires and the item goes back on sale, with
+// no sweeper. The buyers turned away while abandoned items were held try
+// once more after the holds expired, and buy them.
 const (
-	saleStock     = 1000
-	saleInstances = 12
-	saleBuyers    = 100                   // per instance, one after the other
-	saleLockTTL   = 5 * time.Second       // longer than one purchase takes
-	saleWait      = 30 * time.Second      // the longest a buyer waits for the lock
-	saleBackoffLo = time.Millisecond      // a purchase holds the lock for
-	saleBackoffHi = 20 * time.Millisecond // about a millisecond: retry soon
+	saleStock        = 1000
+	saleInstances    = 12
+	saleBuyers       = 100 // per instance, one after the other
+	saleAbandonEvery = 10  // one buyer in ten abandons the cart
+	saleHold         = 300 * time.Millisecond
+	saleWait         = 30 * time.Second // the longest the case waits for the holds to expire
 )
+
+// saleSKU is the item on sale.
+const saleSKU = "item-42"
 
 // saleTally counts what the buyers of one instance got.
 type saleTally struct {
-	sold, soldOut int
-	negative      int64 // the lowest negative stock a buyer saw, or 0
-	err           error
+	sold, abandoned int
+	turnedAway      []string // the orders of buyers told it was sold out
+	err             error
 }
 
 func flashSale(ctx context.Context, d *demo) result {
-	lockKey := d.key("sale:item:42")
-	stockKey := d.key("sale:item:42:stock")
-	defer d.cleanup(ctx, stockKey)
-	if err := d.rdb.Set(ctx, stockKey, saleStock, 0).Err(); err != nil {
+	prefix := d.key("sale")
+	inv := stock.New(d.rdb, stock.WithPrefix(prefix))
+	defer inv.Close()
+	base := prefix + "{" + saleSKU + "}" // the keys of a sku (package stock's doc)
+	defer d.cleanup(ctx, base+":level", base+":order", base+":holds")
+	if err := inv.Set(ctx, saleSKU, saleStock); err != nil {
 		return failed(err)
 	}
 
 	start := time.Now()
-	tallies := make([]saleTally, saleInstances)
+	first := saleRound(saleInstances, func(i int) saleTally { return d.saleInstance(ctx, inv, i) })
+	if first.err != nil {
+		return failed(first.err)
+	}
+	back, err := waitHoldsExpired(ctx, inv)
+	if err != nil {
+		return failed(err)
+	}
+	retry := saleRound(1, func(int) saleTally { return d.saleRetry(ctx, inv, first.turnedAway) })
+	if retry.err != nil {
+		return failed(retry.err)
+	}
+	elapsed := time.Since(start)
+	levels, err := inv.Levels(ctx, saleSKU)
+	if err != nil {
+		return failed(err)
+	}
+	return saleVerdict(first, back, retry, levels, elapsed)
+}
+
+// saleRound runs n instances at once and adds up what they did.
+func saleRound(n int, instance func(i int) saleTally) saleTally {
+	tallies := make([]saleTally, n)
 	var wg sync.WaitGroup
 	for i := range tallies {
-		wg.Go(func() { tallies[i] = d.saleInstance(ctx, lockKey, stockKey) })
+		wg.Go(func() { tallies[i] = instance(i) })
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-
 	var total saleTally
 	var errs []error
 	for _, t := range tallies {
 		total.sold += t.sold
-		total.soldOut += t.soldOut
-		total.negative = min(total.negative, t.negative)
+		total.abandoned += t.abandoned
+		total.turnedAway = append(total.turnedAway, t.turnedAway...)
 		errs = append(errs, t.err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return failed(err)
-	}
-	stock, err := d.getInt(ctx, stockKey)
-	if err != nil {
-		return failed(err)
-	}
-	return saleVerdict(total, stock, elapsed)
+	total.err = errors.Join(errs...)
+	return total
 }
 
-func saleVerdict(total saleTally, stock int64, elapsed time.Duration) result {
+func saleVerdict(first saleTally, back int64, retry saleTally, levels stock.Levels, elapsed time.Duration) result {
 	buyers := saleInstances * saleBuyers
-	happened := fmt.Sprintf("%d buyers, %d instances, served in arrival order:\n%d sold, %d sold out in %v, stock left: %d",
-		buyers, saleInstances, total.sold, total.soldOut, elapsed.Round(time.Millisecond), stock)
+	sold := first.sold + retry.sold
+	happened := fmt.Sprintf("%d buyers, %d instances, reserve then pay:\n"+
+		"%d sold, %d turned away, %d carts abandoned,\n"+
+		"each back on sale when its %v hold expired;\n"+
+		"after the last one, %d back: %d turned away bought them,\n"+
+		"%d sold in %v",
+		buyers, saleInstances, first.sold, len(first.turnedAway), first.abandoned,
+		saleHold, back, retry.sold, sold, elapsed.Round(time.Millisecond))
 	var problems []string
-	if total.sold != saleStock || stock != 0 {
-		problems = append(problems, fmt.Sprintf("%d sold of %d, %d left", total.sold, saleStock, stock))
+	if sold > saleStock {
+		problems = append(problems, fmt.Sprintf("%d sold of %d", sold, saleStock))
 	}
-	if total.negative < 0 {
-		problems = append(problems, fmt.Sprintf("stock went down to %d", total.negative))
+	if levels != (stock.Levels{Sold: saleStock}) || int64(sold) != levels.Sold {
+		problems = append(problems, fmt.Sprintf("%d sold, Redis counts %+v, want all %d sold", sold, levels, saleStock))
 	}
-	if total.sold+total.soldOut != buyers {
-		problems = append(problems, fmt.Sprintf("%d buyers served of %d", total.sold+total.soldOut, buyers))
+	if back != int64(saleStock-first.sold) {
+		problems = append(problems, fmt.Sprintf("%d back in stock after %d of %d sold", back, first.sold, saleStock))
 	}
-	return verdict(happened, "no oversell", problems)
+	return verdict(happened, "no oversell, abandoned items resold", problems)
 }
 
 // saleInstance serves its buyers one after the other, and stops at the
 // first error.
-func (d *demo) saleInstance(ctx context.Context, lockKey, stockKey string) (t saleTally) {
-	for range saleBuyers {
-		stock, err := d.buy(ctx, lockKey, stockKey)
+func (d *demo) saleInstance(ctx context.Context, inv *stock.Inventory, instance int) (t saleTally) {
+	for b := range saleBuyers {
+		order := d.key("order:%d-%d", instance, b)
+		err := inv.Reserve(ctx, saleSKU, order, 1, saleHold)
 		switch {
+		case errors.Is(err, stock.ErrSoldOut):
+			t.turnedAway = append(t.turnedAway, order)
+			continue
 		case err != nil:
 			t.err = err
 			return t
-		case stock > 0:
-			t.sold++
-		default:
-			t.soldOut++
-			t.negative = min(t.negative, stock)
+		case b%saleAbandonEvery == saleAbandonEvery-1:
+			t.abandoned++ // gone without a word: the hold will expire
+			continue
 		}
+		if t.err = inv.Commit(ctx, saleSKU, order); t.err != nil { // paid
+			return t
+		}
+		t.sold++
 	}
 	return t
 }
 
-// buy is one buyer: under the lock, read the stock and, if there is some,
-// take one item. It returns the stock it found.
-func (d *demo) buy(ctx context.Context, lockKey, stockKey string) (int64, error) {
+// saleRetry has the buyers turned away try once more, and pay.
+func (d *demo) saleRetry(ctx context.Context, inv *stock.Inventory, orders []string) (t saleTally) {
+	for _, order := range orders {
+		err := inv.Reserve(ctx, saleSKU, order, 1, saleHold)
+		if errors.Is(err, stock.ErrSoldOut) {
+			continue
+		}
+		if err == nil {
+			err = inv.Commit(ctx, saleSKU, order)
+		}
+		if err != nil {
+			t.err = err
+			return t
+		}
+		t.sold++
+	}
+	return t
+}
+
+// waitHoldsExpired waits until no hold is left, and returns the units
+// available then.
+func waitHoldsExpired(ctx context.Context, inv *stock.Inventory) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, saleWait)
 	defer cancel()
-	backoff := dlock.WithBackoff(dlock.ExponentialBackoff(saleBackoffLo, saleBackoffHi))
-	lock, err := d.locker.Obtain(ctx, lockKey, saleLockTTL, backoff, dlock.WithFair()) // in turn: see above
-	if err != nil {
-		return 0, err
+	for {
+		levels, err := inv.Levels(ctx, saleSKU)
+		if err != nil || levels.Held == 0 {
+			return levels.Available, err
+		}
+		if err := sleep(ctx, saleHold/10); err != nil {
+			return 0, fmt.Errorf("%d items still held after %v: %w", levels.Held, saleWait, err)
+		}
 	}
-	stock, err := d.rdb.Get(ctx, stockKey).Int64()
-	if err == nil && stock > 0 {
-		err = d.rdb.Set(ctx, stockKey, stock-1, 0).Err()
-	}
-	if rerr := lock.Release(ctx); err == nil {
-		err = rerr
-	}
-	return stock, err
 }

@@ -1,0 +1,73 @@
+// Package stock counts units of stock in Redis so that they cannot be
+// oversold: an order reserves units, then commits the sale or cancels it,
+// and a reservation that is neither returns its units when its hold
+// expires.
+//
+//	inv := stock.New(rdb) // any go-redis client; one per process
+//	err := inv.Set(ctx, "console", 1000)
+//
+//	err = inv.Reserve(ctx, "console", orderID, 1, 10*time.Minute)
+//	if errors.Is(err, stock.ErrSoldOut) { ... }
+//	// take the payment, then
+//	err = inv.Commit(ctx, "console", orderID) // or inv.Cancel
+//
+// Each call is one Lua script, one round trip in the usual case: no lock,
+// no WATCH retries, no compensation. [Inventory.ReserveAll] reserves a cart
+// of several skus, all or nothing.
+//
+// # Guarantees
+//
+//   - No oversell: a reservation takes its units only if that many are
+//     available, in one atomic step; the units available never go below
+//     zero, whatever the number of processes and clients.
+//   - One reservation per order and sku: the order names it, so a retried
+//     Reserve (after a timeout, or go-redis's own retry of a command whose
+//     reply was lost) changes nothing and returns nil, and a retried Commit
+//     or Cancel gets the answer the first one got. Outcomes are remembered
+//     for [WithRetention] (default a day).
+//   - Holds expire with no sweeper process: every call on a sku first
+//     returns the units of its expired holds to the stock, so [Inventory.Available]
+//     and [Inventory.Levels] are right at any time, and a Commit after the
+//     hold's deadline fails with [ErrNoReservation] even if nothing has
+//     returned the units yet. Deadlines are taken from the Redis server's
+//     clock (TIME), never the client's.
+//   - A script returns at most 100 expired holds of a sku at a time, so
+//     that no call keeps Redis busy for long; a call that finds more runs
+//     again until none is left (each expired hold is returned once).
+//   - A failed call changes nothing: bad input never reaches Redis, and
+//     the scripts read every key before they write one, and a key of
+//     another type stops them there.
+//   - Every call returns when its context ends, even if Redis does not
+//     answer; the call may still take effect, which a retry with the same
+//     order makes harmless. [Inventory.Close] waits for such calls.
+//
+// # Keys and Redis Cluster
+//
+// A sku has three keys, which hash to one Cluster slot: "stock{shirt}:level"
+// (a hash of the units available, held and sold), ":order" (each order's
+// state) and ":holds" (a sorted set of deadlines). A sku with a hash
+// tag keeps it: "{shop-7}shirt" has "stock:{shop-7}shirt:level" and so on,
+// and every sku tagged "{shop-7}" shares a slot, which a cart needs on a
+// Cluster: [Inventory.ReserveAll] returns [ErrCrossSlot] for a cart of
+// several slots before it sends anything. [WithPrefix] changes "stock".
+//
+// # Failure modes
+//
+//   - A Redis that loses data loses stock. Without persistence, a restart
+//     comes back empty and the calls return [ErrUnknownSKU]; with
+//     asynchronous replication, a failover can lose the last reservations
+//     and sales. Run the stock's Redis with appendonly and replicas that
+//     acknowledge (WAIT), and check it with dlock's CheckDeployment, which
+//     warns of a deployment without persistence.
+//   - The keys have no expiry, so only an allkeys-* eviction policy can
+//     evict them under memory pressure; the sku is then unknown, or its
+//     orders forgotten. Use noeviction, or a volatile-* policy.
+//   - A call whose context ended before Redis answered returns an error,
+//     yet may have taken effect: retry it with the same order, or let the
+//     hold expire.
+//   - A hold is measured on the Redis server's clock: a clock that steps
+//     forward ends holds early, and one that steps back makes them last
+//     longer.
+//   - Quantities are whole units from 1 to [MaxQuantity] (2^53-1, what Lua
+//     counts exactly); holds and retention are whole milliseconds.
+package stock

@@ -1,0 +1,222 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/stock"
+)
+
+// counter counts the commands a client sends, scripts and pipelines alike.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// Bad input is an error that names what is wrong, and it never reaches Redis.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	var sent counter
+	rdb.AddHook(&sent)
+	inv := newInventory(t, rdb)
+	ctx := context.Background()
+	const sku, order, hold = "shirt", "o1", time.Minute
+	tests := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"empty sku", inv.Reserve(ctx, "", order, 1, hold), stock.ErrInvalidSKU},
+		{"empty order", inv.Reserve(ctx, sku, "", 1, hold), stock.ErrInvalidOrder},
+		{"zero qty", inv.Reserve(ctx, sku, order, 0, hold), stock.ErrInvalidQuantity},
+		{"negative qty", inv.Reserve(ctx, sku, order, -1, hold), stock.ErrInvalidQuantity},
+		{"qty past max", inv.Reserve(ctx, sku, order, stock.MaxQuantity+1, hold), stock.ErrInvalidQuantity},
+		{"zero hold", inv.Reserve(ctx, sku, order, 1, 0), stock.ErrInvalidHold},
+		{"negative hold", inv.Reserve(ctx, sku, order, 1, -time.Second), stock.ErrInvalidHold},
+		{"hold under 1ms", inv.Reserve(ctx, sku, order, 1, time.Microsecond), stock.ErrInvalidHold},
+		{"hold past max", inv.Reserve(ctx, sku, order, 1, stock.MaxDuration+1), stock.ErrInvalidHold},
+		{"empty cart", inv.ReserveAll(ctx, order, nil, hold), stock.ErrInvalidSKU},
+		{"cart with an empty sku", inv.ReserveAll(ctx, order, map[string]int64{"": 1, sku: 1}, hold), stock.ErrInvalidSKU},
+		{"cart with a zero qty", inv.ReserveAll(ctx, order, map[string]int64{"a": 1, sku: 0}, hold), stock.ErrInvalidQuantity},
+		{"commit, empty sku", inv.Commit(ctx, "", order), stock.ErrInvalidSKU},
+		{"commit, empty order", inv.Commit(ctx, sku, ""), stock.ErrInvalidOrder},
+		{"cancel, empty order", inv.Cancel(ctx, sku, ""), stock.ErrInvalidOrder},
+		{"commit all, no sku", inv.CommitAll(ctx, order, nil), stock.ErrInvalidSKU},
+		{"cancel all, a sku twice", inv.CancelAll(ctx, order, []string{sku, sku}), stock.ErrInvalidSKU},
+		{"set negative", inv.Set(ctx, sku, -1), stock.ErrInvalidQuantity},
+		{"set past max", inv.Set(ctx, sku, stock.MaxQuantity+1), stock.ErrInvalidQuantity},
+		{"set, empty sku", inv.Set(ctx, "", 1), stock.ErrInvalidSKU},
+		{"add past max", inv.Add(ctx, sku, stock.MaxQuantity+1), stock.ErrInvalidQuantity},
+		{"add past -max", inv.Add(ctx, sku, -stock.MaxQuantity-1), stock.ErrInvalidQuantity},
+		{"levels, empty sku", func() error { _, err := inv.Levels(ctx, ""); return err }(), stock.ErrInvalidSKU},
+	}
+	for _, tt := range tests {
+		if !errors.Is(tt.err, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, tt.err, tt.want)
+		}
+	}
+	if n := sent.n.Load(); n != 0 {
+		t.Errorf("bad input sent %d commands to Redis", n)
+	}
+}
+
+func TestBadNew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		inv  *stock.Inventory
+		want error
+	}{
+		{"nil client", stock.New(nil), stock.ErrNilClient},
+		{"nil option", stock.New(shared(t), nil), stock.ErrInvalidOption},
+		{"prefix with a brace", stock.New(shared(t), stock.WithPrefix("shop{1}")), stock.ErrInvalidOption},
+		{"retention zero", stock.New(shared(t), stock.WithRetention(0)), stock.ErrInvalidOption},
+		{"retention past max", stock.New(shared(t), stock.WithRetention(stock.MaxDuration+1)), stock.ErrInvalidOption},
+	}
+	for _, tt := range tests {
+		if err := tt.inv.Reserve(ctx, "shirt", "o1", 1, time.Minute); !errors.Is(err, tt.want) {
+			t.Errorf("%s: Reserve = %v, want %v", tt.name, err, tt.want)
+		}
+		if _, err := tt.inv.Available(ctx, "shirt"); !errors.Is(err, tt.want) {
+			t.Errorf("%s: Available = %v, want %v", tt.name, err, tt.want)
+		}
+		if err := tt.inv.Close(); err != nil {
+			t.Errorf("%s: Close = %v", tt.name, err)
+		}
+	}
+}
+
+// A key of another type where the stock keeps its data: an error that
+// names it, and nothing changes.
+func TestWrongType(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	prefix := testPrefix(t)
+	inv := newInventory(t, rdb, stock.WithPrefix(prefix))
+	ctx := context.Background()
+	mustSet(t, inv, "shirt", 5)
+	if err := inv.Reserve(ctx, "shirt", "o1", 1, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	holds := prefix + "{shirt}:holds"
+	if n, err := rdb.ZCard(ctx, holds).Result(); err != nil || n != 1 {
+		t.Fatalf("ZCARD %s = %d, %v; want the hold there", holds, n, err)
+	}
+	time.Sleep(2 * time.Millisecond) // the hold expires, but is not returned yet
+	orders := prefix + "{shirt}:order"
+	if err := rdb.Del(ctx, orders).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, orders, "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err := inv.Reserve(ctx, "shirt", "o2", 1, time.Minute)
+	if !errors.Is(err, stock.ErrWrongType) || !strings.Contains(err.Error(), orders) {
+		t.Fatalf("Reserve = %v, want ErrWrongType naming %s", err, orders)
+	}
+	if _, err := inv.Available(ctx, "shirt"); !errors.Is(err, stock.ErrWrongType) {
+		t.Fatalf("Available = %v, want ErrWrongType", err)
+	}
+	level := prefix + "{shirt}:level"
+	if got, err := rdb.HGetAll(ctx, level).Result(); err != nil || got["available"] != "4" || got["held"] != "1" {
+		t.Errorf("HGETALL %s = %v, %v; want it as it was: available 4, held 1", level, got, err)
+	}
+	if n, err := rdb.ZCard(ctx, holds).Result(); err != nil || n != 1 {
+		t.Errorf("ZCARD %s = %d, %v; want it as it was", holds, n, err)
+	}
+}
+
+// A call returns when its context ends even if Redis does not answer, and
+// Close waits for the call to finish.
+func TestContextEndsFirst(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	rdb := srv.Client(func(o *redis.Options) { o.ReadTimeout = -1 }) // go-redis would wait for ever
+	inv := stock.New(rdb)
+	ctx := context.Background()
+	mustSet(t, inv, "shirt", 5)
+
+	srv.Pause()
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	err := inv.Reserve(cctx, "shirt", "o1", 1, time.Minute)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "may still happen") {
+		t.Errorf("Reserve on a paused server = %v, want a deadline error", err)
+	}
+	srv.Resume()
+	if err := inv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Reserve(ctx, "shirt", "o2", 1, time.Minute); !errors.Is(err, stock.ErrClosed) {
+		t.Errorf("Reserve after Close = %v, want ErrClosed", err)
+	}
+	// The abandoned Reserve went through: a retry changes nothing.
+	inv = newInventory(t, rdb)
+	if err := inv.Reserve(ctx, "shirt", "o1", 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wantLevels(t, inv, "shirt", stock.Levels{Available: 4, Held: 1})
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := inv.Reserve(cancelled, "shirt", "o3", 1, time.Minute); !errors.Is(err, context.Canceled) {
+		t.Errorf("Reserve with a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+// Redis down: an error, within go-redis's dial timeout.
+func TestRedisDown(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nobody listens there now
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	inv := newInventory(t, rdb)
+	if err := inv.Reserve(context.Background(), "shirt", "o1", 1, time.Minute); err == nil || !strings.Contains(err.Error(), `reserve "shirt" for order "o1"`) {
+		t.Errorf("Reserve with Redis down = %v, want an error naming the call", err)
+	}
+}
+
+// A server that lost the scripts (SCRIPT FLUSH, a restart, a failover) gets
+// them again.
+func TestScriptsFlushed(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	rdb := srv.Client()
+	inv := newInventory(t, rdb)
+	ctx := context.Background()
+	mustSet(t, inv, "shirt", 5)
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Reserve(ctx, "shirt", "o1", 1, time.Minute); err != nil {
+		t.Fatalf("Reserve after SCRIPT FLUSH: %v", err)
+	}
+	wantLevels(t, inv, "shirt", stock.Levels{Available: 4, Held: 1})
+}

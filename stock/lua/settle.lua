@@ -1,0 +1,50 @@
+-- settle.lua: end an order's holds on one or more skus, all or nothing:
+-- commit them (the units are sold) or cancel them (the units go back).
+--
+-- KEYS     three per sku (see prelude.lua)
+-- ARGV[2]  the order
+-- ARGV[3]  "sold" to commit, "cancelled" to cancel
+--
+-- Returns {DONE, 0, n}               n holds settled (the others were already)
+--         {UNCHANGED, 0}             every sku was settled so already: a retried call
+--         {UNKNOWN, i}               sku i was never set
+--         {NO_RESERVATION, i, state} the order holds nothing on sku i: state says
+--                                    why (prelude.lua's STATE, 0 for never
+--                                    reserved or forgotten)
+-- and the replies of begin (prelude.lua). Nothing changes unless DONE.
+local order, outcome = ARGV[2], ARGV[3]
+local now, skus = begin(order)
+if not now then
+  return skus
+end
+local held = {}
+for i = 0, SKUS - 1 do
+  local s = skus[i]
+  if not s.known then
+    return {UNKNOWN, i}
+  end
+  local state, qty = parse(s.record)
+  if state == 'held' then
+    held[#held + 1] = {i, qty}
+  elseif state ~= outcome then
+    return {NO_RESERVATION, i, STATE[state] or 0}
+  end
+end
+if #held == 0 then
+  return {UNCHANGED, 0}
+end
+for _, h in ipairs(held) do
+  local i, qty = h[1], h[2]
+  local s = skus[i]
+  local _, orders, holds = sku_keys(i)
+  s.held = s.held - tonumber(qty)
+  if outcome == 'sold' then
+    s.sold = s.sold + tonumber(qty)
+  else
+    s.available = s.available + tonumber(qty)
+  end
+  put(i, s)
+  redis.call('HSET', orders, order, outcome .. ':' .. qty)
+  redis.call('ZADD', holds, now + RETENTION, order)
+end
+return {DONE, 0, #held}

@@ -1,0 +1,119 @@
+package stock_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/dlock-go/dlock/redistest"
+	"github.com/dlock-go/dlock/stock"
+)
+
+// redisAddr is the address of a redis-server shared by the tests that need
+// no server of their own, and by the examples.
+var redisAddr string
+
+func TestMain(m *testing.M) {
+	srv, stop, err := redistest.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	redisAddr = srv.Addr()
+	goleak.VerifyTestMain(runThenStop{m, stop})
+}
+
+// runThenStop stops the shared server after the tests and before goleak
+// looks for goroutines left behind.
+type runThenStop struct {
+	m    *testing.M
+	stop func()
+}
+
+func (r runThenStop) Run() int {
+	defer r.stop()
+	return r.m.Run()
+}
+
+// shared returns a client of the shared server, closed when the test ends.
+func shared(t testing.TB) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// newInventory returns an Inventory on rdb, closed when the test ends.
+func newInventory(t testing.TB, rdb redis.UniversalClient, opts ...stock.Option) *stock.Inventory {
+	t.Helper()
+	inv := stock.New(rdb, opts...)
+	t.Cleanup(func() { inv.Close() })
+	return inv
+}
+
+// runs tells apart the runs of a test in one process (go test -count).
+var runs atomic.Int64
+
+// testSKU returns a sku unique to the test and its run.
+func testSKU(t testing.TB, name string) string {
+	return testPrefix(t) + ":" + name
+}
+
+// testPrefix returns a key prefix unique to the test and its run.
+func testPrefix(t testing.TB) string {
+	return fmt.Sprintf("%s:%d", strings.ReplaceAll(t.Name(), "/", ":"), runs.Add(1))
+}
+
+// mustSet sets sku to qty or fails the test.
+func mustSet(t testing.TB, inv *stock.Inventory, sku string, qty int64) {
+	t.Helper()
+	if err := inv.Set(context.Background(), sku, qty); err != nil {
+		t.Fatalf("Set(%q, %d): %v", sku, qty, err)
+	}
+}
+
+// levels returns the levels of sku or fails the test.
+func levels(t testing.TB, inv *stock.Inventory, sku string) stock.Levels {
+	t.Helper()
+	l, err := inv.Levels(context.Background(), sku)
+	if err != nil {
+		t.Fatalf("Levels(%q): %v", sku, err)
+	}
+	return l
+}
+
+// wantLevels fails the test unless sku has the levels want.
+func wantLevels(t testing.TB, inv *stock.Inventory, sku string, want stock.Levels) {
+	t.Helper()
+	if got := levels(t, inv, sku); got != want {
+		t.Errorf("Levels(%q) = %+v, want %+v", sku, got, want)
+	}
+}
+
+// eventually calls check until it returns true, or fails the test after
+// limit. The limit is no timing assertion: it only ends a test that would
+// otherwise hang.
+func eventually(t testing.TB, limit time.Duration, what string, check func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not so after %v: %s", limit, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// newServer starts a redis-server of the test's own, for tests that stop,
+// pause or restart it.
+func newServer(t testing.TB) *redistest.Server {
+	t.Helper()
+	return redistest.NewServer(t)
+}

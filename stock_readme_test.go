@@ -1,0 +1,55 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/stock"
+)
+
+// checkout sells one unit of sku to order: reserve it, take the payment,
+// then commit the sale, or cancel it so that the unit goes back on sale.
+// (The README shows this function; package stock's own examples are in
+// stock/example_test.go.)
+func checkout(ctx context.Context, inv *stock.Inventory, sku, order string, pay func() error) error {
+	err := inv.Reserve(ctx, sku, order, 1, 10*time.Minute)
+	if err != nil {
+		return err // stock.ErrSoldOut, or Redis failed: retrying with the same order is safe
+	}
+	if err := pay(); err != nil {
+		_ = inv.Cancel(context.WithoutCancel(ctx), sku, order) // or let the hold expire
+		return err
+	}
+	return inv.Commit(ctx, sku, order)
+}
+
+func TestReadmeCheckout(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	t.Cleanup(func() { rdb.Close() })
+	inv := stock.New(rdb) // one per process: safe for concurrent use
+	defer inv.Close()
+	ctx := context.Background()
+	sku := testKey(t)
+	if err := inv.Set(ctx, sku, 1); err != nil {
+		t.Fatal(err)
+	}
+	defer inv.Delete(ctx, sku)
+	declined := errors.New("card declined")
+	if err := checkout(ctx, inv, sku, "order-1", func() error { return declined }); err != declined {
+		t.Fatalf("checkout with the card declined = %v", err)
+	}
+	if err := checkout(ctx, inv, sku, "order-2", func() error { return nil }); err != nil {
+		t.Fatalf("checkout once the unit was back = %v", err)
+	}
+	if err := checkout(ctx, inv, sku, "order-3", func() error { return nil }); !errors.Is(err, stock.ErrSoldOut) {
+		t.Fatalf("checkout of a sold unit = %v, want ErrSoldOut", err)
+	}
+	if l, err := inv.Levels(ctx, sku); err != nil || l != (stock.Levels{Sold: 1}) {
+		t.Errorf("levels %+v, %v; want the one unit sold", l, err)
+	}
+}
