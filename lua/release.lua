@@ -68,12 +68,15 @@ elseif ARGV[2] == 'quiet' then
   return 1
 end
 
-local t = redis.call('TIME')
-local now_ms = t[1] * 1000 + math.floor(t[2] / 1000)
+local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+local t, now_ms
+if head then -- nobody waits, mostly: no need for the time
+  t = redis.call('TIME')
+  now_ms = t[1] * 1000 + math.floor(t[2] / 1000)
+end
 local cap = tonumber(ARGV[4])
 local counted = ARGV[6] == '1'
 for _ = 1, 100 do
-  local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
   if not head then
     break
   end
@@ -122,6 +125,7 @@ for _ = 1, 100 do
   -- gone: its lease ran out, or no Client listens on its channel any more
   redis.call('ZREM', KEYS[3], head)
   redis.call('ZREM', KEYS[4], head)
+  head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 end
 redis.call('PUBLISH', KEYS[2], '')
 redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
