@@ -126,3 +126,54 @@ func TestReleasePassesOverAGoneWaiter(t *testing.T) {
 		t.Fatal("the next waiter was not woken by the release: the gone one held it up")
 	}
 }
+
+// A waiter that a release woke, and that never tries (its process froze
+// as it was about to), holds the others up for a while only: the next
+// waiter gets the lock, without the release that would wake it.
+func TestWokenWaiterThatFreezes(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	holder := mustObtain(t, e.locker, key, time.Minute)
+
+	frozenRdb := e.srv.Client()
+	freeze := make(chan struct{})
+	frozenRdb.AddHook(freezeWokenAttempt{freeze})
+	frozen := newLocker(t, frozenRdb)
+	t.Cleanup(func() { close(freeze) }) // before Close, which waits for the frozen call
+	go func() { _, _ = frozen.Obtain(timeout(t, 20*time.Second), key, time.Minute, noPolling) }()
+	waitQueued(t, e.rdb, key, 1)
+	got := make(chan error, 1)
+	go func() {
+		lock, err := newLocker(t, e.srv.Client()).Obtain(timeout(t, 15*time.Second), key, time.Minute, noPolling)
+		if err == nil {
+			err = lock.Release(context.Background())
+		}
+		got <- err
+	}()
+	waitQueued(t, e.rdb, key, 2)
+	if err := holder.Release(context.Background()); err != nil { // wakes the first waiter, which freezes
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter behind the frozen one: %v", err)
+	}
+}
+
+// freezeWokenAttempt is a go-redis hook that blocks, until its channel is
+// closed, the attempt of a waiter that a release woke (queue_acquire.lua's
+// last argument "1").
+type freezeWokenAttempt struct{ until chan struct{} }
+
+func (freezeWokenAttempt) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h freezeWokenAttempt) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); isScript(cmd) && len(args) > 0 && args[len(args)-1] == "1" {
+			<-h.until
+		}
+		return next(ctx, cmd)
+	}
+}
+func (freezeWokenAttempt) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
