@@ -12,12 +12,6 @@ import (
 	"github.com/dlock-go/dlock"
 )
 
-// ErrUnavailable means Redis failed, or did not answer, before fn ran: fn did
-// not run, and nothing changed. The error also holds Redis's error. A caller
-// may retry, or decide to run fn unprotected (the Middleware does with
-// WithFailOpen).
-var ErrUnavailable = errors.New("idempotency: redis unavailable")
-
 // Do runs fn once for key, stores its result, and returns it; later calls
 // with the same key get the stored result with replayed true, without
 // running fn, for the retention (see WithRetention).
@@ -154,7 +148,10 @@ func (c call) obtain(ctx context.Context, k keys) (*dlock.Lock, error) {
 
 // unavailable wraps an error of Redis before fn ran.
 func unavailable(what string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrClosed) {
+	switch {
+	case errors.Is(err, dlock.ErrClosed):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrClosed):
 		return err // the caller's context ended, or the Store closed: not Redis's doing
 	}
 	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)

@@ -18,6 +18,12 @@ var (
 	// It was not stored, and the next call with the key runs fn again.
 	ErrTooLarge = errors.New("idempotency: result too large to store")
 
+	// ErrUnavailable means Redis failed, or did not answer, before fn ran:
+	// fn did not run, and nothing changed. The error also holds Redis's
+	// error. A caller may retry, or decide to run fn unprotected (the
+	// Middleware does with WithFailOpen).
+	ErrUnavailable = errors.New("idempotency: redis unavailable")
+
 	// ErrNotStored means fn ran, but its result could not be stored: the
 	// lock on the key was lost while fn ran (see dlock.ErrLockLost, also
 	// in the error), or Redis failed. Do still returns fn's result. The
