@@ -139,9 +139,9 @@ func TestMiddlewareRedisRestartedMidRequest(t *testing.T) {
 
 	first := make(chan reply, 1)
 	go func() { first <- post(t, ctx, web.URL, `"k"`, "") }()
-	<-pay.running
+	receive(t, pay.running)
 	srv.Restart()
-	if r := <-first; r.status != http.StatusServiceUnavailable {
+	if r := receive(t, first); r.status != http.StatusServiceUnavailable {
 		t.Errorf("the request Redis restarted under: %d %s, want the handler's 503", r.status, r.body)
 	}
 	close(pay.proceed)
@@ -179,7 +179,7 @@ func TestMiddlewareProcessKilledMidHandler(t *testing.T) {
 	})))
 	answerA := make(chan reply, 1)
 	go func() { answerA <- post(t, ctx, webA.URL, `"k"`, "") }()
-	<-running
+	receive(t, running)
 	storeA.Close() // the process dies: no release, no renewal
 	rdbA.Close()
 
@@ -189,7 +189,7 @@ func TestMiddlewareProcessKilledMidHandler(t *testing.T) {
 		t.Errorf("retry on another process: %d %s, want the first charge", r.status, r.body)
 	}
 	close(dead)
-	<-answerA
+	receive(t, answerA)
 	if n := pay.charges.Load() + chargedByA.Load(); n != 1 {
 		t.Errorf("charged %d times, want 1", n)
 	}

@@ -40,12 +40,12 @@ func TestNoGoroutinesLeftBehind(t *testing.T) {
 				return nil, errors.New("not stored")
 			})
 		}()
-		<-running
+		receive(t, running)
 		short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 		store.Do(short, "slow", nil, fn)
 		cancel()
 		close(finish)
-		<-done
+		receive(t, done)
 	}
 	// Calls abandoned while Redis hangs.
 	srv.Pause()

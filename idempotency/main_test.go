@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,9 +54,35 @@ func sharedClient(t testing.TB) *redis.Client {
 	return rdb
 }
 
-// prefix returns a key prefix unique to the test.
+// prefixes holds the key prefix of each test run, so that a test run again
+// (go test -count) does not find the keys of its previous run.
+var (
+	prefixes sync.Map // testing.TB to its prefix
+	testRuns atomic.Int64
+)
+
+// prefix returns a key prefix unique to the test run.
 func prefix(t testing.TB) string {
-	return "idem-test:" + strings.ReplaceAll(t.Name(), "/", ":") + ":"
+	if p, ok := prefixes.Load(t); ok {
+		return p.(string)
+	}
+	p := "idem-test:" + strings.ReplaceAll(t.Name(), "/", ":") + ":" + strconv.FormatInt(testRuns.Add(1), 10) + ":"
+	p2, _ := prefixes.LoadOrStore(t, p)
+	return p2.(string)
+}
+
+// receive returns the next value from ch, and fails the test if none comes
+// within ten seconds: no test waits without a bound.
+func receive[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing happened within 10s")
+	}
+	var zero T
+	return zero
 }
 
 // newStore returns a Store on rdb with the test's prefix, closed when the
