@@ -120,9 +120,9 @@ func WithFingerprint(fn func(r *http.Request, body []byte) []byte) MiddlewareOpt
 
 // WithScope sets whose key a request's key is, such as the authenticated
 // account: requests in different scopes never share a key, even when their
-// clients send the same one. fn runs for every guarded request, before
-// anything else is looked at. By default every request is in one scope, so
-// every client must send keys no other client sends.
+// clients send the same one. fn runs for every guarded request with a
+// well-formed key, before its body is read. By default every request is in
+// one scope, so every client must send keys no other client sends.
 func WithScope(fn func(r *http.Request) string) MiddlewareOption {
 	return func(c *middlewareConfig) {
 		if fn == nil {
