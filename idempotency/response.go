@@ -83,9 +83,12 @@ type storedResponse struct {
 func decodeResponse(b []byte) (storedResponse, error) {
 	d := decoder{b: b}
 	status := d.uvarint()
-	n := d.uvarint()
-	if d.err == nil && (status < 100 || status > 999 || n > uint64(len(b))) {
+	n := d.uvarint() // each header line takes at least two bytes
+	if d.err == nil && (status < 100 || status > 999 || n > uint64(len(d.b)/2)) {
 		d.fail()
+	}
+	if d.err != nil {
+		return storedResponse{}, d.err
 	}
 	r := storedResponse{status: int(status), header: make(http.Header, n)}
 	for i := uint64(0); i < n && d.err == nil; i++ {
