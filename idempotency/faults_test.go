@@ -197,3 +197,39 @@ func TestMiddlewareProcessKilledMidHandler(t *testing.T) {
 		t.Errorf("a later retry: %d, want the replay", r.status)
 	}
 }
+
+// A client that goes away while the handler runs: a handler that gives up
+// without writing anything leaves nothing stored, and the retry runs it.
+func TestMiddlewareClientGoneMidHandler(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	returned := make(chan struct{}, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { returned <- struct{}{} }()
+		if runs.Add(1) == 1 {
+			<-r.Context().Done() // the client went away: give up, write nothing
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	web := serve(t, newStore(t, sharedClient(t)).Middleware(h))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, web.URL, nil)
+	req.Header.Set(idempotency.KeyHeader, `"k"`)
+	sent := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		sent <- err
+	}()
+	eventually(t, 10*time.Second, "in the handler", func() bool { return runs.Load() == 1 })
+	cancel()
+	receive(t, sent)
+	receive(t, returned)
+	if r := post(t, timeout(t, 10*time.Second), web.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
+		t.Errorf("retry: %d, replayed %q; want the handler to run again", r.status, r.header.Get(idempotency.ReplayHeader))
+	}
+}

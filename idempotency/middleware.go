@@ -92,7 +92,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := newRecorder(w, m.s.cfg.maxResult)
 	o := c.do(r.Context(), func(ctx context.Context) ([]byte, error) {
 		m.next.ServeHTTP(rec, r.WithContext(ctx))
-		return rec.result()
+		return rec.result(ctx)
 	})
 	m.answer(w, r, o)
 }

@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -69,9 +70,14 @@ var errPassedThrough = errors.New("idempotency: response passed through, not sto
 
 // result returns the stored form of the response the handler wrote, or an
 // error wrapping errPassedThrough if it is not to be stored: a server error,
-// a "try again later" (408, 429), or a body over the limit.
-func (r *recorder) result() ([]byte, error) {
+// a "try again later" (408, 429), a body over the limit, or nothing at all
+// from a handler whose context ended (it gave up: the client went away, or
+// the lock was lost).
+func (r *recorder) result(ctx context.Context) ([]byte, error) {
 	status, header := r.status, r.header
+	if status == 0 && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w: the handler wrote nothing, and its context ended: %w", errPassedThrough, context.Cause(ctx))
+	}
 	if status == 0 { // the handler wrote nothing: net/http sends 200
 		status, header = http.StatusOK, r.w.Header()
 	}
