@@ -32,8 +32,9 @@
 //   - A call with a key used before with another fingerprint gets
 //     ErrMismatch (422) and fn does not run.
 //   - Failures are not stored: an error from fn that is not Final, a 5xx,
-//     408 or 429 response, a handler's panic, a result too large to store.
-//     The key is free again at once, and the next call runs fn.
+//     408 or 429 response, a handler's panic, a handler that wrote nothing
+//     once its context ended, a result too large to store. The key is free
+//     again at once, and the next call runs fn.
 //   - Redis failing before fn ran is an error wrapping ErrUnavailable (503),
 //     and fn does not run, unless the Middleware has WithFailOpen. Every call
 //     ends when its context does, even if Redis hangs.

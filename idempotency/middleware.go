@@ -31,8 +31,9 @@ const ReplayHeader = "Idempotent-Replayed"
 //     does one with a malformed key: not a quoted string (see
 //     WithBareKeys), empty, longer than MaxKeyLength, or sent twice.
 //   - A server error (5xx), 408, 429, a response larger than
-//     WithMaxResult, or a panic of next is not stored, and the key is free
-//     again, so the client can retry.
+//     WithMaxResult, a panic of next, or no response at all from a next
+//     whose context ended (the client went away) is not stored, and the
+//     key is free again, so the client can retry.
 //   - When Redis fails before next would run, the request gets 503 and next
 //     does not run, unless WithFailOpen.
 //
