@@ -40,7 +40,9 @@ import (
 // the key is freed and the panic goes on.
 //
 // Errors from Redis before fn ran wrap ErrUnavailable, errors after it
-// ErrNotStored; a context that ends first makes Do return its error.
+// ErrNotStored; a context that ends before fn runs makes Do return its
+// error. Once fn has returned, its outcome is stored and the lock released
+// even if ctx has ended, each waiting at most WithLockTTL for Redis.
 func (s *Store) Do(ctx context.Context, key string, fingerprint []byte, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
 	c := call{s: s, key: key, digest: sha256.Sum256(fingerprint), wait: s.cfg.wait}
 	o := c.do(ctx, fn)

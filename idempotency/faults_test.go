@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -231,5 +232,33 @@ func TestMiddlewareClientGoneMidHandler(t *testing.T) {
 	receive(t, returned)
 	if r := post(t, timeout(t, 10*time.Second), web.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
 		t.Errorf("retry: %d, replayed %q; want the handler to run again", r.status, r.header.Get(idempotency.ReplayHeader))
+	}
+}
+
+// Redis hangs while the handler runs: the lock's validity runs out without
+// a refresh, so the handler's context is cancelled before it charges, the
+// request ends, and the retry once Redis is back charges once.
+func TestMiddlewareRedisPausedMidHandler(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	pay := newCarefulPayments()
+	web := serve(t, newStore(t, srv.Client(), idempotency.WithLockTTL(300*time.Millisecond)).Middleware(pay))
+	ctx := timeout(t, 10*time.Second)
+
+	first := make(chan reply, 1)
+	go func() { first <- post(t, ctx, web.URL, `"k"`, "") }()
+	receive(t, pay.running)
+	srv.Pause()
+	r := receive(t, first)
+	srv.Resume()
+	if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, "lock lost") {
+		t.Errorf("the request Redis hung under: %d %s, want the handler's 503, lock lost", r.status, r.body)
+	}
+	close(pay.proceed)
+	if r := post(t, ctx, web.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
+		t.Errorf("retry: %d, want a first charge", r.status)
+	}
+	if n := pay.charges.Load(); n != 1 {
+		t.Errorf("charged %d times, want 1", n)
 	}
 }
