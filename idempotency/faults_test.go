@@ -204,16 +204,18 @@ func TestMiddlewareProcessKilledMidHandler(t *testing.T) {
 func TestMiddlewareClientGoneMidHandler(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
-	returned := make(chan struct{}, 1)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() { returned <- struct{}{} }()
+	mw := newStore(t, sharedClient(t)).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if runs.Add(1) == 1 {
 			<-r.Context().Done() // the client went away: give up, write nothing
 			return
 		}
 		w.WriteHeader(http.StatusCreated)
-	})
-	web := serve(t, newStore(t, sharedClient(t)).Middleware(h))
+	}))
+	served := make(chan struct{}, 2)
+	web := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mw.ServeHTTP(w, r)
+		served <- struct{}{}
+	}))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, web.URL, nil)
@@ -229,7 +231,7 @@ func TestMiddlewareClientGoneMidHandler(t *testing.T) {
 	eventually(t, 10*time.Second, "in the handler", func() bool { return runs.Load() == 1 })
 	cancel()
 	receive(t, sent)
-	receive(t, returned)
+	receive(t, served) // the middleware is done with the first request
 	if r := post(t, timeout(t, 10*time.Second), web.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
 		t.Errorf("retry: %d, replayed %q; want the handler to run again", r.status, r.header.Get(idempotency.ReplayHeader))
 	}
