@@ -49,7 +49,7 @@ var (
 // as the key's outcome and replayed to later callers. Replayed, Err keeps
 // only the message of the original error.
 type FinalError struct {
-	Err error
+	Err error // the error given to Final; replayed, an error with its message
 }
 
 // Final marks err as the final outcome of a call of Do: it is stored like
