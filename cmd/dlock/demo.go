@@ -17,7 +17,8 @@ import (
 const demoAbout = `demo runs the cases this project started from, with goroutines standing in
 for service instances, and checks the invariant of each:
 
-  double-click pay    five clicks on one pay button charge the customer once
+  double-click pay    five clicks on one pay button, sent over HTTP through the
+                      idempotency middleware, charge the customer once
   cron on two hosts   a nightly job fired by two hosts, one a little late, runs once
   flash sale          1200 buyers for 1000 items reserve, then pay (package stock);
                       carts abandoned come back when their hold expires: none oversold

@@ -2,105 +2,167 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock"
-	"github.com/redis/go-redis/v9"
+	"github.com/dlock-go/dlock/idempotency"
 )
 
-// The double-clicked pay button (seed 003): every click is a request to some
-// instance of the service, and only one of them may charge the customer.
+// The double-clicked pay button (seed 003): every click is a request to the
+// payment endpoint, with the Idempotency-Key the page made for this
+// payment, and only one of them may charge the customer. The endpoint is a
+// real HTTP server on loopback, guarded by idempotency.Middleware: the
+// first click charges, a click while it runs gets 409, and a click after it
+// gets the stored response replayed.
 const (
-	payClicks   = 5
-	payLockTTL  = 10 * time.Second      // longer than any payment takes
-	payProvider = 50 * time.Millisecond // the payment provider's answer time
-)
-
-// A click ends in one of these ways.
-type click int
-
-const (
-	clickCharged     click = iota // won the lock and charged
-	clickDuplicate                // lost the lock: rejected as a duplicate
-	clickAlreadyPaid              // won the lock after the charge: nothing to do
+	payClicks    = 5
+	payProvider  = 50 * time.Millisecond // the payment provider's answer time
+	payRetention = 10 * time.Second      // the demo's keys expire soon after it
+	payTimeout   = 10 * time.Second      // the longest a click waits for its answer
+	payKey       = `"pay-order-1001"`
 )
 
 func doubleClickPay(ctx context.Context, d *demo) result {
-	const order = 1001
-	lockKey := d.key("pay:order:%d", order)
-	statusKey := d.key("order:%d:status", order)
-	chargesKey := d.key("order:%d:charges", order)
-	defer d.cleanup(ctx, statusKey, chargesKey)
+	chargesKey := d.key("order:1001:charges")
+	defer d.cleanup(ctx, chargesKey)
+	store := idempotency.New(d.rdb, idempotency.WithPrefix(d.key("idem:")), idempotency.WithRetention(payRetention))
+	defer store.Close()
+	mux := http.NewServeMux()
+	mux.Handle("POST /orders/1001/pay", store.Middleware(d.chargeHandler(chargesKey)))
+	url, stop, err := serveLoopback(mux)
+	if err != nil {
+		return failed(err)
+	}
+	defer stop()
+	client := &http.Client{Timeout: payTimeout, Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	url += "/orders/1001/pay"
 
-	clicks := make([]click, payClicks)
-	errs := make([]error, payClicks)
+	answers := make([]payAnswer, payClicks)
 	start := make(chan struct{}) // the clicks arrive together
 	var wg sync.WaitGroup
-	for i := range clicks {
+	for i := range answers {
 		wg.Go(func() {
 			<-start
-			clicks[i], errs[i] = d.pay(ctx, lockKey, statusKey, chargesKey)
+			answers[i] = click(ctx, client, url)
 		})
 	}
 	close(start)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return failed(err)
+	retry := click(ctx, client, url) // the customer reloads the page: a retry
+	for _, a := range append(answers, retry) {
+		if a.err != nil {
+			return failed(a.err)
+		}
 	}
 	charges, err := d.getInt(ctx, chargesKey)
 	if err != nil {
 		return failed(err)
 	}
+	return payVerdict(answers, retry, charges)
+}
 
-	var count [3]int
-	for _, c := range clicks {
-		count[c]++
-	}
-	happened := fmt.Sprintf("%d clicks: %d charged, %d rejected as duplicates", payClicks, count[clickCharged], count[clickDuplicate])
-	if n := count[clickAlreadyPaid]; n > 0 {
-		happened += fmt.Sprintf(", %d found it paid", n)
-	}
+// payVerdict checks that the customer was charged once and that every click
+// got the charge's response or 409.
+func payVerdict(answers []payAnswer, retry payAnswer, charges int64) result {
+	var charged, replayed, conflicts int
+	receipt := ""
 	var problems []string
+	for _, a := range answers {
+		switch {
+		case a.status == http.StatusCreated && !a.replayed:
+			charged++
+			receipt = a.body
+		case a.status == http.StatusCreated:
+			replayed++
+		case a.status == http.StatusConflict:
+			conflicts++
+		default:
+			problems = append(problems, fmt.Sprintf("a click got %d %s", a.status, strings.TrimSpace(a.body)))
+		}
+	}
+	for _, a := range append(answers, retry) {
+		if a.status == http.StatusCreated && a.body != receipt {
+			problems = append(problems, fmt.Sprintf("a click got %s, not the charge's %s", a.body, receipt))
+		}
+	}
+	if !retry.replayed {
+		problems = append(problems, fmt.Sprintf("the retry got %d, not the replayed receipt", retry.status))
+	}
 	if charges != 1 {
 		problems = append(problems, fmt.Sprintf("the customer was charged %d times", charges))
 	}
+	happened := fmt.Sprintf("%d clicks over HTTP: %d charged, %d got 409", payClicks, charged, conflicts)
+	if replayed > 0 {
+		happened += fmt.Sprintf(", %d replayed", replayed)
+	}
+	happened += "\na retry after it got the receipt replayed"
 	return verdict(happened, "one charge", problems)
 }
 
-// pay is one click: charge the order unless another click is doing it or
-// has done it.
-func (d *demo) pay(ctx context.Context, lockKey, statusKey, chargesKey string) (click, error) {
-	lock, err := d.locker.TryObtain(ctx, lockKey, payLockTTL)
-	if errors.Is(err, dlock.ErrNotObtained) {
-		return clickDuplicate, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	outcome, err := d.charge(ctx, statusKey, chargesKey)
-	if rerr := lock.Release(ctx); err == nil {
-		err = rerr
-	}
-	return outcome, err
+// chargeHandler charges the order: it asks the provider, counts the charge,
+// and answers 201 with the receipt.
+func (d *demo) chargeHandler(chargesKey string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := sleep(r.Context(), payProvider); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		n, err := d.rdb.Incr(r.Context(), chargesKey).Result()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"order":1001,"charge":%d}`, n)
+	})
 }
 
-// charge charges the order if it is not paid yet. The caller holds the lock.
-func (d *demo) charge(ctx context.Context, statusKey, chargesKey string) (click, error) {
-	status, err := d.rdb.Get(ctx, statusKey).Result()
-	switch {
-	case err == nil && status == "paid":
-		return clickAlreadyPaid, nil
-	case err != nil && !errors.Is(err, redis.Nil):
-		return 0, err
+// payAnswer is what a click got.
+type payAnswer struct {
+	status   int
+	replayed bool
+	body     string
+	err      error
+}
+
+// click sends one click: a POST with the payment's Idempotency-Key.
+func click(ctx context.Context, client *http.Client, url string) payAnswer {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"amount":4200}`))
+	if err != nil {
+		return payAnswer{err: err}
 	}
-	if err := sleep(ctx, payProvider); err != nil {
-		return 0, err
+	req.Header.Set(idempotency.KeyHeader, payKey)
+	resp, err := client.Do(req)
+	if err != nil {
+		return payAnswer{err: err}
 	}
-	if err := d.rdb.Incr(ctx, chargesKey).Err(); err != nil {
-		return 0, err
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return payAnswer{status: resp.StatusCode, replayed: resp.Header.Get(idempotency.ReplayHeader) == "true", body: string(body), err: err}
+}
+
+// serveLoopback serves h on a free 127.0.0.1 port. stop shuts the server
+// down and waits for it.
+func serveLoopback(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("dlock demo: cannot listen on loopback: %w", err)
 	}
-	return clickCharged, d.rdb.Set(ctx, statusKey, "paid", 0).Err()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: payTimeout}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	stop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), payTimeout)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-served // http.ErrServerClosed
+	}
+	return "http://" + ln.Addr().String(), stop, nil
 }

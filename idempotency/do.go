@@ -1,0 +1,252 @@
+package idempotency
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock"
+)
+
+// Do runs fn once for key, stores its result, and returns it; later calls
+// with the same key get the stored result with replayed true, without
+// running fn, for the retention (see WithRetention).
+//
+// The first caller runs fn while holding a lock on the key, renewed as long
+// as fn runs. fn's context is cancelled when ctx is, and also if the lock
+// is lost (its cause then wraps dlock.ErrLockLost): fn should stop then,
+// since another caller may run fn next. The result is stored only while the
+// caller still holds the lock, so a caller that lost it can never overwrite
+// another's result; it gets fn's result and an error wrapping ErrNotStored.
+//
+// A caller that finds fn running for the key elsewhere waits for it, woken
+// when it finishes, for at most WithWait, and then returns its stored
+// result, or runs fn itself if the first call stored nothing. With
+// WithWait(0), or when the wait is over, it returns ErrInProgress.
+//
+// fingerprint identifies what the caller asks for, such as the request
+// body: a call with the key of an earlier call and another fingerprint gets
+// ErrMismatch. Only its SHA-256 digest is stored; nil is a fingerprint like
+// any other.
+//
+// An error from fn is returned and not stored, and the key is free again:
+// the next call runs fn. An error marked with Final is stored, and later
+// calls return it as a *FinalError. A result larger than WithMaxResult is
+// returned with an error wrapping ErrTooLarge, and not stored. If fn panics,
+// the key is freed and the panic goes on.
+//
+// Errors from Redis before fn ran wrap ErrUnavailable, errors after it
+// ErrNotStored; a context that ends before fn runs makes Do return its
+// error. Once fn has returned, its outcome is stored and the lock released
+// even if ctx has ended, each waiting at most WithLockTTL for Redis.
+func (s *Store) Do(ctx context.Context, key string, fingerprint []byte, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
+	c := call{s: s, key: key, digest: sha256.Sum256(fingerprint), wait: s.cfg.wait}
+	o := c.do(ctx, fn)
+	return o.result, o.replayed, o.err
+}
+
+// call is one call of Do, or one request through the Middleware.
+type call struct {
+	s      *Store
+	key    string
+	digest [sha256.Size]byte
+	wait   time.Duration // for a call running fn elsewhere; 0 means none
+}
+
+// outcome is what a call got.
+type outcome struct {
+	result   []byte
+	replayed bool
+	ran      bool // fn was called
+	err      error
+}
+
+func (c call) do(ctx context.Context, fn func(context.Context) ([]byte, error)) outcome {
+	s := c.s
+	if err := s.usable(); err != nil {
+		return outcome{err: err}
+	}
+	if c.key == "" {
+		return outcome{err: fmt.Errorf("%w: empty key", ErrInvalidKey)}
+	}
+	if fn == nil {
+		return outcome{err: fmt.Errorf("%w: Do with a nil function", ErrInvalidOption)}
+	}
+	k := s.keysOf(c.key)
+	// A stored outcome costs one round trip, without taking the lock.
+	if rec, found, err := c.lookup(ctx, k); err != nil || found {
+		return c.replay(rec, err)
+	}
+	lock, err := c.obtain(ctx, k)
+	if err != nil {
+		return outcome{err: err}
+	}
+	// A call that finished between the lookup and the obtain stored its
+	// outcome before it released the lock: look again, under the lock.
+	if rec, found, err := c.lookup(ctx, k); err != nil || found {
+		s.release(ctx, lock)
+		return c.replay(rec, err)
+	}
+	return c.run(ctx, k, lock, fn)
+}
+
+// lookup reads the key's record, if there is one.
+func (c call) lookup(ctx context.Context, k keys) (record, bool, error) {
+	b, err := bounded(ctx, c.s, func(ctx context.Context) ([]byte, error) {
+		return c.s.rdb.Get(ctx, k.record).Bytes()
+	})
+	switch {
+	case errors.Is(err, redis.Nil):
+		return record{}, false, nil
+	case err != nil:
+		return record{}, false, unavailable("look up the key's result", err)
+	}
+	rec, err := decodeRecord(b)
+	return rec, err == nil, err
+}
+
+// replay returns the outcome of a call that found a record.
+func (c call) replay(rec record, err error) outcome {
+	if err != nil {
+		return outcome{err: err}
+	}
+	result, err := rec.outcome(c.digest)
+	return outcome{result: result, replayed: !errors.Is(err, ErrMismatch), err: err}
+}
+
+// obtain takes the key's lock, renewed until it is released, waiting for at
+// most c.wait while another call holds it.
+func (c call) obtain(ctx context.Context, k keys) (*dlock.Lock, error) {
+	s := c.s
+	if c.wait == 0 {
+		lock, err := s.locker.TryObtain(ctx, k.lock, s.cfg.lockTTL, dlock.WithAutoRenew(true))
+		if errors.Is(err, dlock.ErrNotObtained) {
+			return nil, ErrInProgress
+		}
+		if err != nil {
+			return nil, unavailable("lock the key", err)
+		}
+		return lock, nil
+	}
+	wait, cancel := context.WithTimeout(ctx, c.wait)
+	defer cancel()
+	lock, err := s.locker.Obtain(wait, k.lock, s.cfg.lockTTL, dlock.WithAutoRenew(true))
+	switch {
+	case err == nil:
+		return lock, nil
+	case errors.Is(err, dlock.ErrNotObtained) && ctx.Err() != nil:
+		return nil, fmt.Errorf("%w: %w", ErrInProgress, contextError(ctx))
+	case errors.Is(err, dlock.ErrNotObtained):
+		return nil, fmt.Errorf("%w: still running after a wait of %v", ErrInProgress, c.wait)
+	case ctx.Err() != nil:
+		return nil, contextError(ctx)
+	}
+	return nil, unavailable("lock the key", err)
+}
+
+// unavailable wraps an error of Redis before fn ran.
+func unavailable(what string, err error) error {
+	switch {
+	case errors.Is(err, dlock.ErrClosed):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrClosed):
+		return err // the caller's context ended, or the Store closed: not Redis's doing
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
+}
+
+// run runs fn under lock, stores its outcome if it should be, and releases
+// the lock.
+func (c call) run(ctx context.Context, k keys, lock *dlock.Lock, fn func(context.Context) ([]byte, error)) (o outcome) {
+	s := c.s
+	o.ran = true
+	finished := false
+	defer func() {
+		if !finished { // fn panicked: free the key, and let the panic go on
+			s.release(ctx, lock)
+		}
+	}()
+	o.result, o.err = runHeld(ctx, lock, fn)
+	finished = true
+
+	rec, err := c.record(o.result, o.err)
+	if err == nil && rec != nil {
+		err = s.store(ctx, k, lock, rec)
+	}
+	s.release(ctx, lock)
+	if err != nil {
+		o.err = errors.Join(o.err, err)
+	}
+	return o
+}
+
+// runHeld runs fn with a context that is also cancelled, with the lock's
+// error as its cause, when the lock is lost.
+func runHeld(ctx context.Context, lock *dlock.Lock, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	work, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-lock.Done():
+			cancel(lock.Err())
+		case <-stop:
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-watched
+	}()
+	return fn(work)
+}
+
+// record returns the record to store for fn's result and error, nil if
+// there is nothing to store, or an error wrapping ErrTooLarge.
+func (c call) record(result []byte, err error) ([]byte, error) {
+	rec := record{kind: kindResult, digest: c.digest, payload: result}
+	switch {
+	case err != nil && !isFinal(err):
+		return nil, nil
+	case err != nil:
+		rec.kind, rec.payload = kindFinalError, []byte(err.Error())
+	}
+	if limit := c.s.cfg.maxResult; len(rec.payload) > limit {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(rec.payload), limit)
+	}
+	return rec.encode(), nil
+}
+
+// store stores rec as the key's outcome if the lock is still ours. It is
+// sent even if ctx has ended (fn ran: its outcome must not be lost), and
+// waits at most the lock's time to live.
+func (s *Store) store(ctx context.Context, k keys, lock *dlock.Lock, rec []byte) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.lockTTL)
+	defer cancel()
+	code, err := bounded(ctx, s, func(ctx context.Context) (int64, error) {
+		return storeScript.Run(ctx, s.rdb, []string{k.lock, k.record}, lock.Token(), rec, s.cfg.retention.Milliseconds()).Int64()
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotStored, err)
+	}
+	if err := storeError(code); err != nil {
+		return errors.Join(err, lock.Err()) // lock.Err says how the lock was lost, if it knows
+	}
+	return nil
+}
+
+// release releases the key's lock, even if ctx has ended, waiting at most
+// the lock's time to live. A lock that is not held any more needs nothing.
+func (s *Store) release(ctx context.Context, lock *dlock.Lock) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.lockTTL)
+	defer cancel()
+	if err := lock.Release(ctx); err != nil && !errors.Is(err, dlock.ErrNotHeld) {
+		s.cfg.logger.Warn("idempotency: could not release a key's lock; it expires by itself",
+			"ttl", s.cfg.lockTTL, "error", err)
+	}
+}

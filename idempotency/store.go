@@ -1,0 +1,152 @@
+package idempotency
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock"
+)
+
+// Store keeps the outcomes of calls by idempotency key in Redis, and makes
+// sure that one call at a time runs for a key. It is safe for concurrent
+// use; one Store per process and Redis is enough.
+type Store struct {
+	rdb    redis.UniversalClient
+	locker *dlock.Client // its own, on rdb: closed by Close
+	cfg    config
+
+	mu     sync.Mutex // orders the start of a goroutine against Close
+	closed atomic.Bool
+	wg     sync.WaitGroup // the goroutines of calls that Redis has not answered yet
+}
+
+// New returns a Store that keeps its records and locks on rdb: a
+// *redis.Client (also from redis.NewFailoverClient) or a
+// *redis.ClusterClient. It does not talk to Redis.
+//
+// A nil rdb or an invalid option is not a panic: every call of the Store
+// then returns an error wrapping ErrInvalidOption, and the Middleware answers
+// every request it guards with 500.
+func New(rdb redis.UniversalClient, opts ...Option) *Store {
+	cfg := newConfig(opts)
+	if cfg.err == nil && isNil(rdb) {
+		cfg.invalid("New with a nil redis client")
+	}
+	s := &Store{rdb: rdb, cfg: cfg}
+	if cfg.err == nil {
+		s.locker = dlock.New(rdb, dlock.WithLogger(cfg.logger))
+	}
+	return s
+}
+
+// isNil reports whether rdb is nil, also as a typed nil pointer of the
+// go-redis client types, which would otherwise panic on first use.
+func isNil(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case nil:
+		return true
+	case *redis.Client:
+		return c == nil
+	case *redis.ClusterClient:
+		return c == nil
+	case *redis.Ring:
+		return c == nil
+	}
+	return false
+}
+
+// Close makes later calls return ErrClosed and waits for the Store's
+// background work. Call it once the calls of Do and the requests through the
+// Middleware have returned: a call still running when the Store closes
+// cannot store its result, and its key stays blocked until the lock's time
+// to live runs out (see WithLockTTL). Close does not close the Redis client.
+// It always returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed.Store(true)
+	s.mu.Unlock()
+	if s.locker != nil {
+		s.locker.Close()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// usable returns the error every call returns on a Store that cannot work.
+func (s *Store) usable() error {
+	if s.cfg.err != nil {
+		return s.cfg.err
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// keys are the Redis keys of one idempotency key: the dlock lock that the
+// call running fn holds, and the record of its outcome. Both carry the same
+// hash tag, a digest of the idempotency key, so they live in one Cluster
+// slot, have a fixed length whatever the key, and no key can inject anything
+// into their names.
+type keys struct {
+	lock, record string
+}
+
+func (s *Store) keysOf(key string) keys {
+	sum := sha256.Sum256([]byte(key))
+	base := s.cfg.prefix + "{" + hex.EncodeToString(sum[:16]) + "}"
+	return keys{lock: base + ":lock", record: base + ":result"}
+}
+
+// bounded runs fn and returns its result, or returns when ctx is done,
+// whichever comes first: go-redis bounds a stalled read by its ReadTimeout,
+// not by the context, and a request must end with its context even if
+// Redis hangs. fn then runs in a goroutine of the Store, which Close waits
+// for.
+func bounded[T any](ctx context.Context, s *Store, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if ctx.Done() == nil {
+		return fn(ctx)
+	}
+	if ctx.Err() != nil {
+		return zero, contextError(ctx)
+	}
+	type answer struct {
+		v   T
+		err error
+	}
+	answers := make(chan answer, 1) // never blocks the goroutine
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return zero, ErrClosed
+	}
+	s.wg.Go(func() {
+		v, err := fn(context.WithoutCancel(ctx))
+		answers <- answer{v, err}
+	})
+	s.mu.Unlock()
+	select {
+	case a := <-answers:
+		return a.v, a.err
+	case <-ctx.Done():
+		return zero, contextError(ctx)
+	}
+}
+
+// contextError returns the error of a context that is done, with its cause
+// if that says more.
+func contextError(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || errors.Is(cause, err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, cause)
+}
