@@ -115,7 +115,7 @@ func (c *Client) Scan(ctx context.Context, pattern string) iter.Seq2[LockInfo, e
 			seen = map[string]bool{}
 		}
 		for _, n := range c.nodes {
-			shards, err := bounded(ctx, c, "scan", pattern, n.shards, nil)
+			shards, err := bounded(ctx, c, n, "scan", pattern, n.shards, nil)
 			if err != nil {
 				yield(LockInfo{}, n.wrap("scan", pattern, err))
 				return
@@ -137,7 +137,7 @@ func (c *Client) scanShard(ctx context.Context, n *node, shard redis.Cmdable, pa
 			keys []string
 			next uint64
 		}
-		p, err := bounded(ctx, c, "scan", pattern, func(ctx context.Context) (page, error) {
+		p, err := bounded(ctx, c, n, "scan", pattern, func(ctx context.Context) (page, error) {
 			keys, next, err := shard.Scan(ctx, cursor, "dlock:"+fenceKind+"*", scanCount).Result()
 			return page{keys, next}, err
 		}, nil)

@@ -26,11 +26,14 @@ type node struct {
 	// no script: SET NX
 	fenceless bool
 
-	reloaded atomic.Int64 // Cluster: when the slot map was last reloaded, unix nanoseconds
+	reloaded atomic.Int64            // Cluster: when the slot map was last reloaded, unix nanoseconds
+	failure  atomic.Pointer[failure] // the last failure the Redis client met (see noteFailures)
 }
 
 func newNode(rdb redis.UniversalClient, ack replicaAck) *node {
-	return &node{rdb: rdb, name: nodeName(rdb), ack: ack}
+	n := &node{rdb: rdb, name: nodeName(rdb), ack: ack}
+	n.noteFailures(rdb)
+	return n
 }
 
 // nodeName describes a deployment for error messages. It never includes
