@@ -72,7 +72,9 @@ func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
 	fmt.Fprintf(tw, "ttl:\t%s\n", showTTL(info.TTL))
 	fmt.Fprintf(tw, "fence:\t%s\n", showFence(info.Fence))
 	fmt.Fprintf(tw, "holder:\t%s\n", info.Fingerprint)
-	fmt.Fprintf(tw, "fair waiters:\t%d\n", info.Waiters)
+	if info.Waiters > 0 { // a lock without a fair queue has none to show
+		fmt.Fprintf(tw, "fair waiters:\t%d\n", info.Waiters)
+	}
 	return tw.Flush()
 }
 
@@ -216,9 +218,9 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 Shows whether the lock KEY is held, for how much longer, the last fencing
 token handed out for it, its holder as a fingerprint of the holder's token
 (8 hex digits, never the token: whoever knows the token can release the
-lock; dlock run -v logs its own), and how many fair waiters (dlock run
---fair) queue for it; waiters without --fair leave no trace in Redis and are
-not counted. Exits 0 whether or not the lock is held; --json
+lock; dlock run -v logs its own), and, if fair waiters (dlock run --fair)
+queue for it, how many; waiters without --fair leave no trace in Redis and
+are not counted. Exits 0 whether or not the lock is held; --json
 says which, for scripts. On a Redlock quorum (several --redis), the lock is
 held when a majority of the servers hold it with the same token; the ttl
 shown is the least among them.`)

@@ -39,6 +39,9 @@ func TestStatus(t *testing.T) {
 	if strings.Contains(out, lock.Token()[:6]) {
 		t.Errorf("status printed a part of the token %q: %q", lock.Token(), out)
 	}
+	if strings.Contains(out, "fair waiters") {
+		t.Errorf("status of a lock nobody queues for shows fair waiters: %q", out)
+	}
 
 	code, out, _ = runCLI(t, "status", "nightly", "--json", "--redis", srv.URL()) // flags after KEY
 	var got lockJSON
