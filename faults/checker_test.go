@@ -1,6 +1,7 @@
 package faults_test
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"sync"
@@ -53,6 +54,10 @@ type checker struct {
 	// there (see pauseHolder); it reports whether another holding wrote
 	// meanwhile, and then the worker makes one stale write
 	pause func(worker int, hd *holding) bool
+	gap   time.Duration // between two writes of a holding; writeEvery if 0
+	// fresh, if set, makes a new Client for each attempt of a worker, and
+	// returns it with what closes it; lockers is then unused
+	fresh func() (*dlock.Client, func())
 	// Redlock: the nodes' servers, read around the proxies to count where
 	// a holder's token is, and the size of a quorum
 	direct []*redis.Client
@@ -113,8 +118,8 @@ func (c *checker) run(t *testing.T, schedule func(deadline time.Time)) verdict {
 		wg.Wait()
 	}
 	defer stop() // also if schedule stops the test
-	for i, locker := range c.lockers {
-		wg.Go(func() { c.work(ctx, i, locker) })
+	for i := range checkWorkers {
+		wg.Go(func() { c.work(ctx, i) })
 	}
 	schedule(time.Now().Add(checkFor))
 	stop()
@@ -133,7 +138,8 @@ func (c *checker) run(t *testing.T, schedule func(deadline time.Time)) verdict {
 		t.Errorf("%d pairs of holdings with fences out of the order of their grants:\n%s", len(v.fenceOrder), strings.Join(v.fenceOrder, "\n"))
 	}
 	if len(v.minority) > 0 {
-		t.Errorf("%d Redlock holders valid by their own account on fewer nodes than a quorum:\n%s", len(v.minority), strings.Join(v.minority, "\n"))
+		t.Errorf("%d Redlock holders valid by their own account on fewer nodes than a quorum (issue 9, item 0, if the lead's fix is not merged yet):\n%s",
+			len(v.minority), strings.Join(v.minority, "\n"))
 	}
 	if len(v.overlaps) > 0 {
 		t.Errorf("%d times two holders at once, with no data lost:\n%s", len(v.overlaps), strings.Join(v.overlaps, "\n"))
@@ -143,31 +149,43 @@ func (c *checker) run(t *testing.T, schedule func(deadline time.Time)) verdict {
 
 // work takes the lock again and again until ctx ends, half of the time
 // with Obtain, half with Do, and holds it as hold says.
-func (c *checker) work(ctx context.Context, worker int, locker *dlock.Client) {
+func (c *checker) work(ctx context.Context, worker int) {
 	for n := 0; ctx.Err() == nil; n++ {
-		asked := time.Now()
-		octx, cancel := context.WithTimeout(ctx, 2*checkTTL)
-		var err error
-		if n%2 == 0 {
-			var lock *dlock.Lock
-			lock, err = locker.Obtain(octx, checkKey, checkTTL, dlock.WithAutoRenew(true))
-			if err == nil {
-				c.hold(worker, lock, asked)
-				rctx, rcancel := context.WithTimeout(context.Background(), checkTTL)
-				_ = lock.Release(rctx)
-				rcancel()
-			}
+		if c.fresh != nil {
+			locker, done := c.fresh()
+			c.attempt(ctx, worker, n, locker)
+			done()
 		} else {
-			err = locker.Do(octx, checkKey, checkTTL, func(ctx context.Context) error {
-				lock, _ := dlock.LockFromContext(ctx)
-				c.hold(worker, lock, asked)
-				return nil
-			})
+			c.attempt(ctx, worker, n, c.lockers[worker])
 		}
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			time.Sleep(writeEvery) // Redis is down: do not spin
+	}
+}
+
+// attempt is a worker's n-th attempt to take the lock with locker: with
+// Obtain and auto-renew when n is even, with Do when it is odd.
+func (c *checker) attempt(ctx context.Context, worker, n int, locker *dlock.Client) {
+	asked := time.Now()
+	octx, cancel := context.WithTimeout(ctx, 2*checkTTL)
+	defer cancel()
+	var err error
+	if n%2 == 0 {
+		var lock *dlock.Lock
+		lock, err = locker.Obtain(octx, checkKey, checkTTL, dlock.WithAutoRenew(true))
+		if err == nil {
+			c.hold(worker, lock, asked)
+			rctx, rcancel := context.WithTimeout(context.Background(), checkTTL)
+			_ = lock.Release(rctx)
+			rcancel()
 		}
+	} else {
+		err = locker.Do(octx, checkKey, checkTTL, func(ctx context.Context) error {
+			lock, _ := dlock.LockFromContext(ctx)
+			c.hold(worker, lock, asked)
+			return nil
+		})
+	}
+	if err != nil && ctx.Err() == nil {
+		time.Sleep(writeEvery) // Redis is down: do not spin
 	}
 }
 
@@ -186,7 +204,7 @@ func (c *checker) hold(worker int, lock *dlock.Lock, asked time.Time) {
 		}
 		c.h.write(hd)
 		c.count(hd, lock)
-		time.Sleep(writeEvery)
+		time.Sleep(cmp.Or(c.gap, writeEvery))
 	}
 }
 
@@ -317,13 +335,7 @@ func TestCheckerRedlockNodesRestarted(t *testing.T) {
 
 // A Redlock of five nodes, two of which answer sometimes within the node
 // timeout and sometimes not, with no data lost: no two holders may overlap,
-// and no holder may think it holds the lock on fewer than three nodes. This
-// is where issue 9 saw a double grant: an Obtain whose first attempt found
-// the lock held while slow nodes had not answered retried with the same
-// token, and the first attempt's clean-up then deleted the retry's keys on
-// the slow nodes, leaving the holder on a minority. This scenario has not
-// caught it in the runs made so far; issue 9's regression test (an Obtain
-// against two stalled nodes) aims at it directly.
+// and no holder may think it holds the lock on fewer than three nodes.
 func TestCheckerRedlockSlowNodes(t *testing.T) {
 	c, nodes := redlockChecker(t)
 	c.run(t, func(deadline time.Time) {
@@ -335,4 +347,40 @@ func TestCheckerRedlockSlowNodes(t *testing.T) {
 			remove()
 		}
 	})
+}
+
+// A Redlock of five healthy nodes, and workers that hand the lock over as
+// fast as they can, each attempt with a new Client, whose first wait
+// subscribes to the release messages and then tries again at once.
+//
+// KNOWN BUG, expected to fail now and then (about one run in five) until
+// the fix of issue 9, item 0, is merged: an Obtain whose first attempt
+// finds the lock held before every node answered retries at once with the
+// same token (waiter.obtain's continue after subscribe); a node's late
+// grant of the first attempt counts for the retry, and the first attempt's
+// clean-up then deletes it, leaving the holder on a minority with Err nil
+// and Until ahead (and Fence 0). The checker reports it as a Redlock holder
+// on fewer nodes than a quorum. Not skipped: it must pass once fixed.
+func TestCheckerRedlockContended(t *testing.T) {
+	c, nodes := redlockChecker(t)
+	c.gap = time.Millisecond
+	c.fresh = func() (*dlock.Client, func()) {
+		var clients []redis.UniversalClient
+		for _, n := range nodes {
+			o := &redis.Options{Addr: n.Proxy.Addr()}
+			checkerOptions(o)
+			clients = append(clients, redis.NewClient(o))
+		}
+		locker, err := dlock.NewRedlock(clients)
+		if err != nil {
+			panic(err) // five distinct clients: cannot happen
+		}
+		return locker, func() {
+			locker.Close()
+			for _, rdb := range clients {
+				_ = rdb.Close()
+			}
+		}
+	}
+	c.run(t, func(deadline time.Time) { time.Sleep(time.Until(deadline)) })
 }
