@@ -105,24 +105,28 @@ func (c *Client) call(ctx context.Context, o op) (reply, error) {
 			}
 		}
 	}
-	return bounded(ctx, c, o.kind.String(), o.key(), func(ctx context.Context) (reply, error) {
+	return bounded(ctx, c, c.node, o.kind.String(), o.key(), func(ctx context.Context) (reply, error) {
 		return c.run(ctx, o)
 	}, late)
 }
 
-// bounded runs fn and returns its result, or returns when ctx is done,
-// whichever comes first. go-redis bounds a stalled read by its ReadTimeout
-// and, unless ContextTimeoutEnabled is set, not by the context at all;
-// bounded makes every operation of this package answer within the caller's
-// deadline anyway. op and key name the operation in the error of a call that
-// Redis did not answer in time.
+// bounded runs fn, a call to the node n, and returns its result, or returns
+// when ctx is done, whichever comes first. go-redis bounds a stalled read by
+// its ReadTimeout and, unless ContextTimeoutEnabled is set, not by the
+// context at all; bounded makes every operation of this package answer
+// within the caller's deadline anyway. op and key name the operation in the
+// error of a call that Redis did not answer in time, which also names the
+// failure n is in, if any (see noteFailures).
 //
 // fn runs in a goroutine owned by the Client, with cancellation removed so
 // it finishes and its outcome is known. If the caller gave up first, late
 // (if not nil) gets that outcome.
-func bounded[T any](ctx context.Context, c *Client, op, key string, fn func(context.Context) (T, error), late func(T, error)) (T, error) {
+func bounded[T any](ctx context.Context, c *Client, n *node, op, key string, fn func(context.Context) (T, error), late func(T, error)) (T, error) {
 	var zero T
 	if ctx.Err() != nil {
+		if failing := n.failing(); failing != nil {
+			return zero, fmt.Errorf("dlock: %s %s: %w; %w", op, quoteKey(key), contextError(ctx), failing)
+		}
 		return zero, fmt.Errorf("dlock: %s %s: %w", op, quoteKey(key), contextError(ctx))
 	}
 	if !c.track() {
@@ -146,7 +150,7 @@ func bounded[T any](ctx context.Context, c *Client, op, key string, fn func(cont
 		return p.value, p.err
 	case <-ctx.Done():
 		if p.state.CompareAndSwap(waiting, abandoned) {
-			return zero, c.nodes[0].wrap(op, key, &noAnswerError{contextError(ctx)})
+			return zero, n.wrap(op, key, &noAnswerError{err: contextError(ctx), failing: n.failing()})
 		}
 		<-p.done // the result came just now: take it
 		return p.value, p.err
@@ -171,11 +175,26 @@ const (
 
 // noAnswerError is the error of a call whose context ended before Redis
 // answered. The call goes on in the background; an acquire that lands is
-// released.
-type noAnswerError struct{ err error }
+// released. errors.Is finds in it the context's error and, if the node was
+// failing (see node.failing), the failure's error.
+type noAnswerError struct {
+	err     error // the context's
+	failing error // the node's failure, or nil
+}
 
-func (e *noAnswerError) Error() string { return "no answer before the context ended: " + e.err.Error() }
-func (e *noAnswerError) Unwrap() error { return e.err }
+func (e *noAnswerError) Error() string {
+	if e.failing == nil {
+		return "no answer before the context ended: " + e.err.Error()
+	}
+	return "no answer before the context ended: " + e.err.Error() + "; " + e.failing.Error()
+}
+
+func (e *noAnswerError) Unwrap() []error {
+	if e.failing == nil {
+		return []error{e.err}
+	}
+	return []error{e.err, e.failing}
+}
 
 // contextError returns the error of a done context in which errors.Is finds
 // both ctx.Err() and the cause given to a CancelCauseFunc, if any.

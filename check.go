@@ -31,12 +31,12 @@ func (c *Client) CheckDeployment(ctx context.Context) ([]string, error) {
 	}
 	var warnings []string
 	for _, n := range c.nodes {
-		shards, err := bounded(ctx, c, "check", "", n.shards, nil)
+		shards, err := bounded(ctx, c, n, "check", "", n.shards, nil)
 		if err != nil {
 			return warnings, n.wrap("check", "", err)
 		}
 		for _, shard := range shards {
-			found, err := bounded(ctx, c, "check", "", func(ctx context.Context) ([]string, error) {
+			found, err := bounded(ctx, c, n, "check", "", func(ctx context.Context) ([]string, error) {
 				return checkServer(ctx, shard)
 			}, nil)
 			if err != nil {

@@ -44,6 +44,13 @@ type Client struct {
 // New does not talk to Redis. A nil rdb or an invalid option is not a panic:
 // every call of the Client then returns the error (ErrNilClient,
 // ErrInvalidOption).
+//
+// New adds a hook to rdb (redis.Hook) that notes its failed dials and
+// commands, so that a call whose context ends before Redis answers still
+// says why Redis did not: its error matches the context's error and also,
+// for errors.Is and errors.As, the last failure rdb met since its last
+// successful command (a refused or reset connection, a timeout). Make one
+// Client per Redis client and share it: each New adds a hook.
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	cfg, err := newClientConfig(opts)
 	c := &Client{logger: cfg.logger, epoch: time.Now(), err: err, done: make(chan struct{})}

@@ -2,6 +2,8 @@ package dlock
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"iter"
 	"strings"
@@ -24,18 +26,21 @@ type LockInfo struct {
 	// when the key has no expiry.
 	TTL time.Duration
 
-	// Token is the holder's token, the key's value. Whoever knows it can
-	// release the lock: show only a prefix of it to people.
-	Token string
+	// Fingerprint tells holders apart without revealing their tokens: the
+	// first 8 hex digits of the SHA-256 of the key's value, "" when it is
+	// not held. A holder's own is Lock.Fingerprint. The token itself stays
+	// with its holder, since whoever knows it can release the lock; a lock
+	// whose holder is gone for good is cleared with ForceRelease.
+	Fingerprint string
 
 	// Fence is the last fencing token handed out for the key, or 0 when
 	// that is no longer known (the lock was not taken by dlock, or its fence
 	// expired with it).
 	Fence int64
 
-	// Waiters is how many callers wait for the lock in fair mode (see
-	// WithFair), counting those whose lease in the queue still runs.
-	// Waiters in plain mode leave no trace in Redis and are not counted.
+	// Waiters is how many callers wait for the lock in its queue (see
+	// Obtain), counting those whose lease there still runs. On a Redlock
+	// quorum waiters leave no trace in Redis and are not counted.
 	Waiters int
 }
 
@@ -52,7 +57,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	case r.code == 2:
 		return LockInfo{}, fmt.Errorf("%w: %s exists and is not a string, so it is no lock", ErrWrongType, quoteKey(key))
 	}
-	info := LockInfo{Key: key, Held: r.code == 1, Token: r.token, Fence: r.fence, Waiters: int(r.waiters)}
+	info := LockInfo{Key: key, Held: r.code == 1, Fingerprint: fingerprint(r.token), Fence: r.fence, Waiters: int(r.waiters)}
 	switch {
 	case !info.Held:
 	case r.value < 0:
@@ -61,6 +66,23 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 		info.TTL = time.Duration(r.value) * time.Millisecond
 	}
 	return info, nil
+}
+
+// Fingerprint returns this holder's fingerprint: what LockInfo.Fingerprint
+// shows, in Inspect, Scan and the CLI's status and list, while the lock is
+// ours. It is no secret, unlike Token: log it, to match a holder to what an
+// operator sees.
+func (l *Lock) Fingerprint() string { return fingerprint(l.token) }
+
+// fingerprint returns the first 8 hex digits of the SHA-256 of token, or ""
+// for "". 32 bits tell the holders of a key apart, and reveal nothing of
+// the token.
+func fingerprint(token string) string {
+	if token == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:4])
 }
 
 // ForceRelease deletes the lock named key whoever holds it, and tells
@@ -115,7 +137,7 @@ func (c *Client) Scan(ctx context.Context, pattern string) iter.Seq2[LockInfo, e
 			seen = map[string]bool{}
 		}
 		for _, n := range c.nodes {
-			shards, err := bounded(ctx, c, "scan", pattern, n.shards, nil)
+			shards, err := bounded(ctx, c, n, "scan", pattern, n.shards, nil)
 			if err != nil {
 				yield(LockInfo{}, n.wrap("scan", pattern, err))
 				return
@@ -137,7 +159,7 @@ func (c *Client) scanShard(ctx context.Context, n *node, shard redis.Cmdable, pa
 			keys []string
 			next uint64
 		}
-		p, err := bounded(ctx, c, "scan", pattern, func(ctx context.Context) (page, error) {
+		p, err := bounded(ctx, c, n, "scan", pattern, func(ctx context.Context) (page, error) {
 			keys, next, err := shard.Scan(ctx, cursor, "dlock:"+fenceKind+"*", scanCount).Result()
 			return page{keys, next}, err
 		}, nil)

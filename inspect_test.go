@@ -2,8 +2,12 @@ package dlock_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,14 +21,14 @@ func TestInspect(t *testing.T) {
 	key := testKey(t)
 
 	info, err := e.locker.Inspect(ctx, key)
-	if err != nil || info.Held || info.TTL != 0 || info.Fence != 0 || info.Token != "" || info.Key != key {
+	if err != nil || info.Held || info.TTL != 0 || info.Fence != 0 || info.Fingerprint != "" || info.Key != key {
 		t.Errorf("Inspect of a free key = %+v, %v", info, err)
 	}
 	lock := mustObtain(t, e.locker, key, time.Minute)
 	info, err = e.locker.Inspect(ctx, key)
-	if err != nil || !info.Held || info.Token != lock.Token() || info.Fence != lock.Fence() ||
+	if err != nil || !info.Held || info.Fingerprint != lock.Fingerprint() || info.Fence != lock.Fence() ||
 		info.TTL <= 59*time.Second || info.TTL > time.Minute {
-		t.Errorf("Inspect of a held lock = %+v, %v; want held, its token, fence %d, ttl about 1m", info, err, lock.Fence())
+		t.Errorf("Inspect of a held lock = %+v, %v; want held, its fingerprint, fence %d, ttl about 1m", info, err, lock.Fence())
 	}
 	e.rdb.Persist(ctx, key)
 	if info, _ := e.locker.Inspect(ctx, key); info.TTL != -1 {
@@ -39,7 +43,7 @@ func TestInspect(t *testing.T) {
 	}
 
 	e.rdb.Set(ctx, key+":plain", "their-token", time.Minute) // another client's lock
-	if info, err := e.locker.Inspect(ctx, key+":plain"); err != nil || !info.Held || info.Token != "their-token" || info.Fence != 0 {
+	if info, err := e.locker.Inspect(ctx, key+":plain"); err != nil || !info.Held || info.Fingerprint != sha256Prefix("their-token") || info.Fence != 0 {
 		t.Errorf("Inspect of a plain SET NX lock = %+v, %v", info, err)
 	}
 	e.rdb.HSet(ctx, key+":hash", "f", "v")
@@ -49,6 +53,43 @@ func TestInspect(t *testing.T) {
 	if _, err := e.locker.Inspect(ctx, ""); !errors.Is(err, dlock.ErrInvalidKey) {
 		t.Errorf("Inspect of an empty key = %v, want ErrInvalidKey", err)
 	}
+}
+
+// A fingerprint tells holders apart and shows nothing of the token: it is
+// the start of the token's SHA-256, and Inspect, Scan and the holder agree
+// on it.
+func TestFingerprint(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	key := testKey(t)
+	seen := map[string]bool{}
+	for range 3 {
+		lock := mustObtain(t, e.locker, key, time.Minute)
+		fp := lock.Fingerprint()
+		if fp != sha256Prefix(lock.Token()) || strings.Contains(lock.Token(), fp) || seen[fp] {
+			t.Errorf("Fingerprint() = %q for token %q, want a new one: the first 8 hex digits of its SHA-256", fp, lock.Token())
+		}
+		seen[fp] = true
+		info, err := e.locker.Inspect(ctx, key)
+		if err != nil || info.Fingerprint != fp || strings.Contains(fmt.Sprintf("%+v", info), lock.Token()) {
+			t.Errorf("Inspect = %+v, %v; want the holder's fingerprint %q and never its token", info, err, fp)
+		}
+		for info, err := range e.locker.Scan(ctx, key) {
+			if err != nil || info.Fingerprint != fp {
+				t.Errorf("Scan yielded %+v, %v; want the holder's fingerprint %q", info, err, fp)
+			}
+		}
+		if err := lock.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sha256Prefix is the fingerprint of token, as the documentation says.
+func sha256Prefix(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])[:8]
 }
 
 func TestForceRelease(t *testing.T) {
@@ -96,8 +137,8 @@ func scanned(t *testing.T, locker *dlock.Client, pattern string) []string {
 		if err != nil {
 			t.Fatalf("Scan(%q): %v", pattern, err)
 		}
-		if !info.Held || info.Token == "" || info.Fence == 0 {
-			t.Errorf("Scan yielded %+v, want a held lock with a token and a fence", info)
+		if !info.Held || info.Fingerprint == "" || info.Fence == 0 {
+			t.Errorf("Scan yielded %+v, want a held lock with a fingerprint and a fence", info)
 		}
 		keys = append(keys, info.Key)
 	}

@@ -31,7 +31,8 @@ type node struct {
 	// once for the scripts' ARGV
 	counted any
 
-	reloaded atomic.Int64 // Cluster: when the slot map was last reloaded, unix nanoseconds
+	reloaded atomic.Int64            // Cluster: when the slot map was last reloaded, unix nanoseconds
+	failure  atomic.Pointer[failure] // the last failure the Redis client met (see noteFailures)
 }
 
 func newNode(rdb redis.UniversalClient, ack replicaAck) *node {
@@ -39,6 +40,7 @@ func newNode(rdb redis.UniversalClient, ack replicaAck) *node {
 	if _, cluster := rdb.(*redis.ClusterClient); cluster {
 		n.counted = ""
 	}
+	n.noteFailures(rdb)
 	return n
 }
 

@@ -26,6 +26,9 @@ type vote struct {
 	r        reply
 	err      error
 	answered bool
+	// not answered: the failure the node was in when the round ended, or
+	// nil (see node.failing)
+	failing error
 }
 
 // round sends o to the nodes at once (all of them, or those in only) and
@@ -53,6 +56,13 @@ func (q *quorum) round(ctx context.Context, o op, only []bool, decided func([]vo
 		return votes, wg
 	}
 	wg.Add(sent)
+	defer func() { // why the nodes that did not answer may not have
+		for i, v := range votes {
+			if !v.answered {
+				votes[i].failing = q.nodes[i].failing()
+			}
+		}
+	}()
 	detached := context.WithoutCancel(ctx) // each call runs to its end, so its outcome is known
 	for i, n := range q.nodes {
 		if only != nil && !only[i] {
@@ -571,6 +581,8 @@ func (q *quorum) error(o op, summary string, votes []vote) error {
 	e := &QuorumError{Op: o.kind.String(), Key: o.key(), Nodes: len(q.nodes), Quorum: q.need, summary: summary}
 	for i, v := range votes {
 		switch {
+		case !v.answered && v.failing != nil:
+			e.Errs = append(e.Errs, q.nodes[i].wrap(o.kind.String(), o.key(), fmt.Errorf("no answer before the round ended (node timeout %v); %w", q.timeout, v.failing)))
 		case !v.answered:
 			e.Errs = append(e.Errs, q.nodes[i].wrap(o.kind.String(), o.key(), fmt.Errorf("no answer before the round ended (node timeout %v)", q.timeout)))
 		case v.err != nil:
@@ -601,6 +613,10 @@ func (q *quorum) error(o op, summary string, votes []vote) error {
 // fences increase across holders whatever quorums they get. See
 // docs/safety.md for what Redlock assumes about clocks and restarts.
 //
+// As New does, NewRedlock adds a hook to each node's client, so that a
+// node that had not answered when a round ended is reported with the last
+// failure its client met, if any.
+//
 // NewRedlock returns an error wrapping ErrInvalidOption for an empty node
 // list or the same client twice, ErrNilClient for a nil one.
 func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
@@ -623,6 +639,8 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 			return nil, fmt.Errorf("%w: node %d of NewRedlock is given twice", ErrInvalidOption, i)
 		}
 		seen[rdb] = true
+	}
+	for _, rdb := range nodes { // valid: newNode adds a hook to each
 		n := newNode(rdb, cfg.ack)
 		n.fenceless = true
 		q.nodes = append(q.nodes, n)

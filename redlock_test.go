@@ -105,7 +105,7 @@ func TestRedlock(t *testing.T) {
 		t.Errorf("Refresh: %v", err)
 	}
 	info, err := e.locker.Inspect(context.Background(), key)
-	if err != nil || !info.Held || info.Token != lock.Token() || info.Fence < lock.Fence() {
+	if err != nil || !info.Held || info.Fingerprint != lock.Fingerprint() || info.Fence < lock.Fence() {
 		t.Errorf("Inspect = %+v, %v; want held by us with our fence", info, err)
 	}
 
@@ -530,8 +530,8 @@ func TestRedlockScan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !info.Held || info.Token == "" {
-			t.Errorf("Scan yielded %+v, want a held lock with a token", info)
+		if !info.Held || info.Fingerprint == "" {
+			t.Errorf("Scan yielded %+v, want a held lock with a fingerprint", info)
 		}
 		got = append(got, info.Key)
 	}

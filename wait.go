@@ -111,7 +111,7 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 			if o.queued() {
 				w.leave(o)
 			}
-			return nil, fmt.Errorf("%w: %w", err, contextError(ctx))
+			return nil, w.c.withFailures(fmt.Errorf("%w: %w", err, contextError(ctx)), w.key)
 		}
 		if lock := w.handedOver(o, sent); lock != nil {
 			return lock, nil

@@ -37,10 +37,10 @@ func (c *Client) WaitRelease(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
-		if !info.Held || holder != "" && info.Token != holder {
+		if !info.Held || holder != "" && info.Fingerprint != holder {
 			return nil
 		}
-		holder = info.Token
+		holder = info.Fingerprint
 		if !subscribed {
 			subscribed = true
 			if listening = w.subscribe(ctx, channel, ""); listening {

@@ -16,37 +16,25 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// tokenShown is how much of a holder's token status and list show: enough to
-// tell holders apart, too little to release their lock.
-const tokenShown = 6
-
 // lockJSON is the --json form of one lock, for scripts.
 type lockJSON struct {
-	Key         string `json:"key"`
-	Held        bool   `json:"held"`
-	TTLMillis   int64  `json:"ttl_ms"`          // -1: no expiry; 0 when not held
-	Fence       int64  `json:"fence,omitempty"` // the last fence handed out, if known
-	TokenPrefix string `json:"token_prefix,omitempty"`
-	Waiters     int    `json:"waiters"` // live --fair waiters (dlock.WithFair); plain ones leave no trace
+	Key       string `json:"key"`
+	Held      bool   `json:"held"`
+	TTLMillis int64  `json:"ttl_ms"`           // -1: no expiry; 0 when not held
+	Fence     int64  `json:"fence,omitempty"`  // the last fence handed out, if known
+	Holder    string `json:"holder,omitempty"` // the fingerprint of the holder's token (dlock.LockInfo)
+	Waiters   int    `json:"waiters"`          // live waiters in the lock's queue (none on a Redlock quorum)
 }
 
 func toJSON(info dlock.LockInfo) lockJSON {
 	return lockJSON{
-		Key:         info.Key,
-		Held:        info.Held,
-		TTLMillis:   info.TTL.Milliseconds(),
-		Fence:       info.Fence,
-		TokenPrefix: tokenPrefix(info.Token),
-		Waiters:     info.Waiters,
+		Key:       info.Key,
+		Held:      info.Held,
+		TTLMillis: info.TTL.Milliseconds(),
+		Fence:     info.Fence,
+		Holder:    info.Fingerprint,
+		Waiters:   info.Waiters,
 	}
-}
-
-// tokenPrefix returns the start of a token, or "" for none.
-func tokenPrefix(token string) string {
-	if len(token) <= tokenShown {
-		return token
-	}
-	return token[:tokenShown]
 }
 
 func showTTL(ttl time.Duration) string {
@@ -76,15 +64,17 @@ func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
 			fmt.Fprintf(tw, "last fence:\t%d\n", info.Fence)
 		}
 		if info.Waiters > 0 { // free for a moment: the first waiter is about to take it
-			fmt.Fprintf(tw, "fair waiters:\t%d\n", info.Waiters)
+			fmt.Fprintf(tw, "waiters:\t%d\n", info.Waiters)
 		}
 		return tw.Flush()
 	}
 	fmt.Fprintf(tw, "held:\tyes\n")
 	fmt.Fprintf(tw, "ttl:\t%s\n", showTTL(info.TTL))
 	fmt.Fprintf(tw, "fence:\t%s\n", showFence(info.Fence))
-	fmt.Fprintf(tw, "token:\t%s…\n", tokenPrefix(info.Token))
-	fmt.Fprintf(tw, "fair waiters:\t%d\n", info.Waiters)
+	fmt.Fprintf(tw, "holder:\t%s\n", info.Fingerprint)
+	if info.Waiters > 0 { // a lock nobody waits for has none to show
+		fmt.Fprintf(tw, "waiters:\t%d\n", info.Waiters)
+	}
 	return tw.Flush()
 }
 
@@ -106,9 +96,9 @@ func listLocks(ctx context.Context, w io.Writer, t target, pattern string, asJSO
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tTTL\tFENCE\tTOKEN\tWAITERS")
+	fmt.Fprintln(tw, "KEY\tTTL\tFENCE\tHOLDER\tWAITERS")
 	for _, info := range locks {
-		fmt.Fprintf(tw, "%q\t%s\t%s\t%s…\t%d\n", info.Key, showTTL(info.TTL), showFence(info.Fence), tokenPrefix(info.Token), info.Waiters)
+		fmt.Fprintf(tw, "%q\t%s\t%s\t%s\t%d\n", info.Key, showTTL(info.TTL), showFence(info.Fence), info.Fingerprint, info.Waiters)
 	}
 	return tw.Flush()
 }
@@ -226,10 +216,12 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	var f inspectFlags
 	fs := newFlagSet("status", "[flags] KEY", `
 Shows whether the lock KEY is held, for how much longer, the last fencing
-token handed out for it, the start of its holder's token (never all of it:
-whoever knows the token can release the lock), and how many fair waiters
-(dlock run --fair) queue for it; waiters without --fair leave no trace in
-Redis and are not counted. Exits 0 whether or not the lock is held; --json
+token handed out for it, its holder as a fingerprint of the holder's token
+(8 hex digits, never the token: whoever knows the token can release the
+lock; dlock run -v logs its own), and, if waiters queue for it (dlock run
+--wait, or a program's Obtain, on a single server), how many; waiters on a
+Redlock quorum leave no trace and are not counted. Exits 0 whether or not
+the lock is held; --json
 says which, for scripts. On a Redlock quorum (several --redis), the lock is
 held when a majority of the servers hold it with the same token; the ttl
 shown is the least among them.`)
@@ -251,8 +243,8 @@ func runList(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	var f inspectFlags
 	fs := newFlagSet("list", "[flags]", `
 Lists the locks taken by dlock that are held now, with their remaining time
-to live, fence, the start of their holder's token and their number of fair
-waiters. It walks the keyspace with SCAN (never KEYS, which would block
+to live, fence, holder (a fingerprint of the holder's token, as status
+shows it) and their number of waiters. It walks the keyspace with SCAN (never KEYS, which would block
 Redis), on every primary of a Cluster; locks taken or released meanwhile
 may be missed. Locks taken by other clients with a plain SET NX are not
 listed. On a Redlock quorum (several --redis), it scans every server that

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"regexp"
@@ -31,11 +33,14 @@ func TestStatus(t *testing.T) {
 	srv, lock := heldLock(t, "nightly")
 
 	code, out, errOut := runCLI(t, "status", "--redis", srv.URL(), "nightly")
-	if code != exitOK || !strings.Contains(out, "yes") || !strings.Contains(out, lock.Token()[:tokenShown]+"…") {
-		t.Errorf("status of a held lock = %d, %q, %q", code, out, errOut)
+	if code != exitOK || !strings.Contains(out, "yes") || !regexp.MustCompile(`(?m)^holder: +`+lock.Fingerprint()+`$`).MatchString(out) {
+		t.Errorf("status of a held lock = %d, %q, %q; want a line \"holder: %s\"", code, out, errOut, lock.Fingerprint())
 	}
-	if strings.Contains(out, lock.Token()) {
-		t.Errorf("status printed the whole token: %q", out)
+	if strings.Contains(out, lock.Token()[:6]) {
+		t.Errorf("status printed a part of the token %q: %q", lock.Token(), out)
+	}
+	if strings.Contains(out, "waiters") {
+		t.Errorf("status of a lock nobody queues for shows waiters: %q", out)
 	}
 
 	code, out, _ = runCLI(t, "status", "nightly", "--json", "--redis", srv.URL()) // flags after KEY
@@ -43,9 +48,12 @@ func TestStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitOK {
 		t.Fatalf("status --json = %d, %q: %v", code, out, err)
 	}
-	want := lockJSON{Key: "nightly", Held: true, TTLMillis: got.TTLMillis, Fence: lock.Fence(), TokenPrefix: lock.Token()[:tokenShown], Waiters: 0}
+	want := lockJSON{Key: "nightly", Held: true, TTLMillis: got.TTLMillis, Fence: lock.Fence(), Holder: lock.Fingerprint(), Waiters: 0}
 	if got != want || got.TTLMillis < 50_000 || got.TTLMillis > 60_000 {
 		t.Errorf("status --json = %+v, want %+v with a ttl of about 60000", got, want)
+	}
+	if strings.Contains(out, lock.Token()[:6]) {
+		t.Errorf("status --json printed a part of the token %q: %q", lock.Token(), out)
 	}
 
 	code, out, _ = runCLI(t, "status", "--redis", srv.URL(), "--json", "free")
@@ -75,8 +83,8 @@ func TestStatusFairWaiters(t *testing.T) {
 	})
 
 	code, out, errOut := runCLI(t, "status", "--redis", srv.URL(), "nightly")
-	if code != exitOK || !regexp.MustCompile(`(?m)^fair waiters: +2$`).MatchString(out) {
-		t.Errorf("status with two fair waiters = %d, %q, %q; want a line \"fair waiters: 2\"", code, out, errOut)
+	if code != exitOK || !regexp.MustCompile(`(?m)^waiters: +2$`).MatchString(out) {
+		t.Errorf("status with two fair waiters = %d, %q, %q; want a line \"waiters: 2\"", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "status", "--json", "--redis", srv.URL(), "nightly")
 	var got lockJSON
@@ -98,7 +106,7 @@ func TestStatusFairWaiters(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	srv, _ := heldLock(t, "job:a")
+	srv, lock := heldLock(t, "job:a")
 	locker := dlock.New(srv.Client())
 	t.Cleanup(func() { locker.Close() })
 	for _, key := range []string{"job:b", "other"} {
@@ -111,6 +119,9 @@ func TestList(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, `"job:a"`) || !strings.Contains(out, `"job:b"`) || strings.Contains(out, "other") {
 		t.Errorf("list --match job:* = %d, %q, %q", code, out, errOut)
 	}
+	if !strings.Contains(out, "HOLDER") || !strings.Contains(out, lock.Fingerprint()) || strings.Contains(out, lock.Token()[:6]) {
+		t.Errorf("list = %q; want job:a's holder %s, and no part of its token", out, lock.Fingerprint())
+	}
 	code, out, _ = runCLI(t, "list", "--redis", srv.URL(), "--json")
 	var all []lockJSON
 	if err := json.Unmarshal([]byte(out), &all); err != nil || code != exitOK || len(all) != 3 {
@@ -120,6 +131,13 @@ func TestList(t *testing.T) {
 	if code != exitOK || strings.TrimSpace(out) != "[]" {
 		t.Errorf("list --json of nothing = %d, %q, want []", code, out)
 	}
+}
+
+// sha256Prefix is the fingerprint of token that status and list show: the
+// first 8 hex digits of its SHA-256 (dlock.LockInfo.Fingerprint).
+func sha256Prefix(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])[:8]
 }
 
 func TestReleaseNeedsForce(t *testing.T) {

@@ -11,7 +11,7 @@
 //	        flock for cron jobs, as in
 //	        dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report
 //	status  show a lock: held or not, ttl, fence, the start of its token,
-//	        the number of fair waiters
+//	        the number of waiters
 //	list    list the held locks, optionally those matching a pattern (SCAN)
 //	release delete a lock whoever holds it; refuses without --force
 //	check   warn about Redis settings that weaken locks (eviction, no AOF)

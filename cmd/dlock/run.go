@@ -78,7 +78,9 @@ const runExample = "dlock run --key nightly -- /usr/local/bin/report"
 
 const (
 	// minRunTTL is the shortest --ttl: renewed every third of it, the lock
-	// needs time for a round trip to Redis and for a retry.
+	// needs time for a round trip to Redis and for a retry. The library
+	// takes 1ms, for locks a program holds for a moment; a lock that a
+	// process runs under must be renewed, and --help says why it is longer.
 	minRunTTL = 100 * time.Millisecond
 	// redisTimeout bounds the first contact with Redis, the first attempt
 	// to obtain the lock, and the release: Redis answers in milliseconds,
@@ -140,7 +142,7 @@ func parseRunArgs(args []string, getenv func(string) string, stdout, stderr io.W
 	}
 	var urls redisURLs
 	fs.StringVar(&cfg.key, "key", "", "the lock's `KEY` in Redis (required): name the job, as in nightly-report")
-	fs.DurationVar(&cfg.ttl, "ttl", 30*time.Second, "the lock's time to live; it is renewed every third of it while COMMAND runs")
+	fs.DurationVar(&cfg.ttl, "ttl", 30*time.Second, "the lock's time to live; it is renewed every third of it while COMMAND runs.\nAt least "+minRunTTL.String()+", though the library takes 1ms: a renewal must fit a round trip\nto Redis and a retry in a third of the ttl, on a host busy starting COMMAND")
 	fs.DurationVar(&cfg.wait, "wait", 0, "how long to wait for the lock while another holder has it; 0 tries once")
 	fs.Var(&urls, "redis", redisFlagUsage)
 	fs.DurationVar(&cfg.minHold, "min-hold", 0, "keep the lock at least this long after obtaining it, even if COMMAND ends sooner,\nso that a host whose clock is behind finds it taken and does not run the job again")
@@ -196,7 +198,7 @@ func (cfg *runConfig) check(extra []string, hasDashes bool) string {
 	case cfg.key == "":
 		return "--key is required: name the lock, as in: " + runExample
 	case cfg.ttl < minRunTTL:
-		return fmt.Sprintf("--ttl must be at least %v, not %v", minRunTTL, cfg.ttl)
+		return fmt.Sprintf("--ttl must be at least %v, not %v: the lock is renewed every third of it while the command runs,\nand a renewal needs time for a round trip to Redis and a retry", minRunTTL, cfg.ttl)
 	case cfg.wait < 0:
 		return fmt.Sprintf("--wait must not be negative, not %v", cfg.wait)
 	case cfg.minHold < 0:

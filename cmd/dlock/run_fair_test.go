@@ -46,7 +46,7 @@ func TestRunFairOrder(t *testing.T) {
 		waitUntil(t, name+" to queue", func() bool { return fairWaiters(t, srv, "job") == i+1 })
 	}
 	code, out, errOut := runCLI(t, "status", "--redis", srv.URL(), "job")
-	if code != exitOK || !regexp.MustCompile(`(?m)^fair waiters: +5$`).MatchString(out) {
+	if code != exitOK || !regexp.MustCompile(`(?m)^waiters: +5$`).MatchString(out) {
 		t.Errorf("status with 5 fair waiters = %d, %q, %q; want a line \"fair waiters: 5\"", code, out, errOut)
 	}
 

@@ -197,7 +197,7 @@ func TestInspectQuorum(t *testing.T) {
 			srvs[0].Kill()
 		}
 		code, out, errOut := runCLI(t, verb("status", "job:a")...)
-		if code != exitOK || !regexp.MustCompile(`(?m)^held: +yes\n(.*\n)*token: +`+token[:tokenShown]+"…$").MatchString(out) {
+		if code != exitOK || !regexp.MustCompile(`(?m)^held: +yes\n(.*\n)*holder: +`+sha256Prefix(token)+"$").MatchString(out) {
 			t.Errorf("down %t: status of the held lock = %d, %q, %q", down, code, out, errOut)
 		}
 		if warned := strings.Contains(errOut, "dlock: warning: cannot reach redis at "+srvs[0].URL()); warned != down {

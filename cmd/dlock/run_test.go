@@ -278,7 +278,7 @@ func TestRunEnvironment(t *testing.T) {
 	}
 	o := p.wait(t)
 	checkCode(t, o, 0)
-	for _, want := range []string{`dlock: obtained the lock on "report:2026-11-21" (fence ` + fence, "dlock: started ", `dlock: released the lock on "report:2026-11-21"`} {
+	for _, want := range []string{`dlock: obtained the lock on "report:2026-11-21" (fence ` + fence, "holder " + sha256Prefix(token) + ")", "dlock: started ", `dlock: released the lock on "report:2026-11-21"`} {
 		if !strings.Contains(o.stderr, want) {
 			t.Errorf("-v did not say %q:\n%s", want, o.stderr)
 		}
