@@ -353,14 +353,13 @@ func TestCheckerRedlockSlowNodes(t *testing.T) {
 // fast as they can, each attempt with a new Client, whose first wait
 // subscribes to the release messages and then tries again at once.
 //
-// KNOWN BUG, expected to fail now and then (about one run in five) until
-// the fix of issue 9, item 0, is merged: an Obtain whose first attempt
-// finds the lock held before every node answered retries at once with the
-// same token (waiter.obtain's continue after subscribe); a node's late
-// grant of the first attempt counts for the retry, and the first attempt's
-// clean-up then deletes it, leaving the holder on a minority with Err nil
-// and Until ahead (and Fence 0). The checker reports it as a Redlock holder
-// on fewer nodes than a quorum. Not skipped: it must pass once fixed.
+// It found a double grant, fixed since (issue 9, item 0): an Obtain whose
+// first attempt found the lock held before every node answered retried at
+// once with the same token; a node's late grant of the first attempt
+// counted for the retry, and the first attempt's clean-up then deleted it,
+// leaving the holder on a minority with Err nil and Until ahead (and Fence
+// 0). The checker reported it as a Redlock holder on fewer nodes than a
+// quorum, in about one run in five.
 func TestCheckerRedlockContended(t *testing.T) {
 	c, nodes := redlockChecker(t)
 	c.gap = time.Millisecond
