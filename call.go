@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -66,7 +67,12 @@ var opNames = [...]string{
 	opRaiseFence: "acquire",
 }
 
-func (k opKind) String() string { return opNames[k] }
+func (k opKind) String() string {
+	if int(k) < len(opNames) {
+		return opNames[k]
+	}
+	return "operation " + strconv.Itoa(int(k))
+}
 
 // reply is a script's answer: {code, value} (see the .lua files), and for
 // inspect also the token and the fence.

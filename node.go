@@ -88,9 +88,10 @@ func (n *node) run(ctx context.Context, o op) (reply, error) {
 		return n.inspect(ctx, o.keys)
 	case opRaiseFence:
 		return n.exec(ctx, "acquire", raiseFenceScript, o.keys, o.token, o.fence)
-	default:
+	case opForceRelease:
 		return n.forceRelease(ctx, o.keys)
 	}
+	return reply{}, n.wrap(o.kind.String(), o.key(), errors.New("not an operation of this package"))
 }
 
 // acquireAcked runs the acquire o, pipelined with a WAIT on the same

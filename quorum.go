@@ -146,9 +146,12 @@ func (q *quorum) run(ctx context.Context, o op) (reply, error) {
 		return q.ttl(ctx, o)
 	case opInspect:
 		return q.inspect(ctx, o)
-	default: // release, force release
+	case opRelease, opForceRelease:
 		return q.release(ctx, o)
 	}
+	// An operation no quorum runs as a whole (a fair waiter's leave, a
+	// fence raise, which has rounds of its own) must not become another.
+	return reply{}, fmt.Errorf("dlock: %s %s: not an operation of a Redlock quorum", o.kind, quoteKey(o.key()))
 }
 
 // acquire takes the lock on a quorum (see decide for its fence). If that

@@ -107,3 +107,30 @@ func TestFencelessAcquireWithoutPExpireGT(t *testing.T) {
 		t.Errorf("side key PTTL = %v, want it set with the lock", pttl)
 	}
 }
+
+// An operation that a node or a quorum does not know is an error, never
+// another operation (such as a force release).
+func TestUnknownOperationIsAnError(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t).Client()
+	ctx := context.Background()
+	keys := queueKeys("unknown:op")
+	if err := rdb.Set(ctx, keys[0], "holder", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(rdb, replicaAck{})
+	if _, err := n.run(ctx, op{kind: opKind(200), keys: keys}); err == nil {
+		t.Error("a node ran an unknown operation")
+	}
+	c, err := NewRedlock([]redis.UniversalClient{rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.quorum.run(ctx, op{kind: opLeave, keys: lockKeys("unknown:op"), token: "x"}); err == nil {
+		t.Error("a quorum ran a leave")
+	}
+	if v := rdb.Get(ctx, keys[0]).Val(); v != "holder" {
+		t.Errorf("the lock holds %q after unknown operations, want it untouched", v)
+	}
+}
