@@ -103,3 +103,17 @@ func TestElectorClientClosed(t *testing.T) {
 		t.Error("Leadership() is not nil after the Client closed")
 	}
 }
+
+// IsLeader answers from local state: no round trip.
+func BenchmarkIsLeader(b *testing.B) {
+	e := dlockgocron.NewElector(election.New(newLocker(b), testName(b)), "a")
+	defer e.Close()
+	for e.IsLeader(context.Background()) != nil {
+		time.Sleep(time.Millisecond)
+	}
+	for b.Loop() {
+		if err := e.IsLeader(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
