@@ -146,7 +146,7 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 }
 
 func (c *Client) tryObtain(ctx context.Context, key string, ttl time.Duration, cfg obtainConfig) (*Lock, error) {
-	o := op{kind: opAcquire, keys: c.keys(key), token: newToken(), ttl: ttl, fair: cfg.fair}
+	o := op{kind: opAcquire, keys: c.keys(key), token: cfg.newToken(), ttl: ttl, fair: cfg.fair}
 	lock, _, err := c.try(ctx, o, cfg)
 	return lock, err
 }

@@ -33,6 +33,8 @@ type LockInfo struct {
 	// whose holder is gone for good is cleared with ForceRelease.
 	Fingerprint string
 
+	value string // see Value
+
 	// Fence is the last fencing token handed out for the key, or 0 when
 	// that is no longer known (the lock was not taken by dlock, or its fence
 	// expired with it).
@@ -57,7 +59,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	case r.code == 2:
 		return LockInfo{}, fmt.Errorf("%w: %s exists and is not a string, so it is no lock", ErrWrongType, quoteKey(key))
 	}
-	info := LockInfo{Key: key, Held: r.code == 1, Fingerprint: fingerprint(r.token), Fence: r.fence, Waiters: int(r.waiters)}
+	info := LockInfo{Key: key, Held: r.code == 1, Fingerprint: fingerprint(r.token), Fence: r.fence, Waiters: int(r.waiters), value: valueOf(r.token)}
 	switch {
 	case !info.Held:
 	case r.value < 0:

@@ -100,7 +100,9 @@ type obtainConfig struct {
 	fair      bool
 	noWait    bool          // WithoutWait
 	minHold   time.Duration // WithMinHold; Do only
-	err       error
+	// WithValue: what follows the random part of every token (value.go)
+	valueSuffix string
+	err         error
 }
 
 // WithAutoRenew turns automatic renewal on or off. A renewed lock is

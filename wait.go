@@ -54,7 +54,7 @@ const waitLease = 3 * FairLease
 const subscribeTimeout = time.Second
 
 func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
-	o := op{kind: opAcquire, keys: w.keys, token: newToken(), ttl: w.ttl, fair: w.cfg.fair}
+	o := op{kind: opAcquire, keys: w.keys, token: w.cfg.newToken(), ttl: w.ttl, fair: w.cfg.fair}
 	queues := w.c.quorum == nil // a Redlock has no queue
 	id := ""                    // woken by every release message
 	if queues {
@@ -80,7 +80,7 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 			// is taken back in the background on the nodes that had not
 			// answered, and with the same token that would delete what a
 			// later attempt won there.
-			o.token = newToken()
+			o.token = w.cfg.newToken()
 		}
 		sent = time.Now()
 		lock, r, err := w.c.try(ctx, o, w.cfg)

@@ -24,6 +24,12 @@ import (
 // lock as soon as it is free: WaitRelease says it was free, not that it
 // still is.
 func (c *Client) WaitRelease(ctx context.Context, key string) error {
+	return c.waitRelease(ctx, key, "")
+}
+
+// waitRelease is WaitRelease, or WaitReleaseOf when holder, a fingerprint,
+// is not "".
+func (c *Client) waitRelease(ctx context.Context, key, holder string) error {
 	if err := c.checkKey(key); err != nil {
 		return err
 	}
@@ -31,7 +37,6 @@ func (c *Client) WaitRelease(ctx context.Context, key string) error {
 	channel := sideKey(watchKind, key)
 	listening := w.listenIfSubscribed(channel, "")
 	defer w.stop()
-	holder := ""
 	for n, subscribed := 1, listening; ; n++ {
 		info, err := c.Inspect(ctx, key)
 		if err != nil {

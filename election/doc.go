@@ -1,0 +1,47 @@
+// Package election elects one leader among processes, on the Redis
+// deployment of a dlock Client: active/standby services, a single
+// scheduler, a single consumer.
+//
+//	e := election.New(locker, "billing-scheduler")
+//	err := election.Lead(ctx, e, hostname, func(ctx context.Context) error {
+//		return schedule(ctx) // runs on one process at a time; ctx ends on loss
+//	})
+//
+// Campaign, Resign, Leader and Observe are the pieces Lead is made of, as
+// in etcd's concurrency.Election: Campaign blocks until the caller leads
+// and returns its Leadership, whose Done, Err and Context tell when it ends,
+// and whose Term is a fencing token.
+//
+// # Guarantees
+//
+//   - One leader at a time, as long as Redis keeps its data: the seat is a
+//     dlock lock named after the election, renewed in the background, so
+//     leaderships that Redis grants never overlap, and each ends (Done) at
+//     the latest when its lease runs out without renewal.
+//   - Terms strictly increase per election, across leaders, across the
+//     seat's expiry, and across a restart of Redis without persistence
+//     (they are the lock's fences; see dlock.Lock.Fence). A resource that
+//     refuses terms lower than the highest it has seen refuses a leader
+//     that lost its seat without knowing it (a paused process).
+//   - Takeover without polling: Resign wakes a waiting candidate at once;
+//     a leader that dies is replaced when its lease runs out (WithTTL).
+//   - Leader and Observe read the seat and the leader's value in one round
+//     trip each (the value travels in the lock, dlock.WithValue); Observe
+//     is pushed by releases, and by the next leader's word while the seat
+//     is empty.
+//   - It works on a single Redis (also Sentinel and Cluster) and on a
+//     Redlock quorum (dlock.NewRedlock), where a minority of nodes may be
+//     down.
+//
+// # Failure modes
+//
+// Leadership is a lease. A leader that is paused (garbage collection, a
+// stopped VM) for longer than the lease comes back still believing it
+// leads until its next renewal fails, while another has been elected: use
+// Term to fence what it writes. A leader cut off from Redis loses the seat
+// when its lease runs out, and learns it then (Done). Redis itself can lose
+// the seat (a restart without persistence, a failover to a replica that
+// missed it; see dlock's docs/safety.md): two leaders may then overlap,
+// with different terms. A leader whose dlock Client is closed loses its
+// leadership at once, but the seat stays taken until its lease runs out.
+package election

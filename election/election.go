@@ -1,0 +1,137 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/dlock-go/dlock"
+)
+
+// Election is one seat, named by its name, that candidates of every process
+// campaign for through dlock Clients on the same Redis deployment. It is safe
+// for concurrent use; make one per process and name.
+type Election struct {
+	locker *dlock.Client
+	name   string
+	cfg    config
+	err    error // a bad argument of New, returned by every call
+}
+
+// Leader is who leads an election: the value the leader campaigned with,
+// and its term. A zero Leader (Term 0) means nobody leads.
+type Leader struct {
+	Value string
+	Term  int64
+}
+
+// New returns the election named name, on the Redis deployment of locker
+// (made by dlock.New or dlock.NewRedlock). The seat is the lock named name:
+// "dlock status name" shows it. The election also uses the key
+// "dlock:vacancy:" followed by name (see Observe).
+//
+// New does not talk to Redis. A nil locker, an empty name or an invalid
+// option is no panic: every call of the Election returns an error wrapping
+// ErrInvalid.
+func New(locker *dlock.Client, name string, opts ...Option) *Election {
+	e := &Election{locker: locker, name: name, cfg: config{ttl: DefaultTTL}}
+	for _, opt := range opts {
+		if opt == nil {
+			e.err = fmt.Errorf("%w: nil Option", ErrInvalid)
+			break
+		}
+		if opt(&e.cfg); e.cfg.err != nil {
+			e.err = e.cfg.err
+			break
+		}
+	}
+	switch {
+	case locker == nil:
+		e.err = fmt.Errorf("%w: nil dlock.Client", ErrInvalid)
+	case name == "":
+		e.err = fmt.Errorf("%w: empty election name", ErrInvalid)
+	}
+	return e
+}
+
+// Name returns the election's name, as given to New.
+func (e *Election) Name() string { return e.name }
+
+// Campaign blocks until this caller leads the election, and returns its
+// Leadership, whose lease is renewed until it resigns or loses it. value is
+// what Leader and Observe tell everyone about this leader, such as its
+// address (at most dlock.MaxValueLen bytes).
+//
+// A candidate waits as dlock's Obtain waits for a lock: it is woken by the
+// leader's resignation, or when the leader's lease runs out, not by polling.
+// When ctx ends first, the error matches dlock.ErrNotObtained and the
+// context's error. An error of Redis ends Campaign at once (Lead retries).
+func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	for {
+		lock, err := e.locker.Obtain(ctx, e.name, e.cfg.ttl,
+			dlock.WithAutoRenew(true),
+			dlock.WithValue(value),
+			dlock.WithBackoff(dlock.ExponentialBackoff(dlock.DefaultMinBackoff, max(dlock.DefaultMinBackoff, e.cfg.ttl))))
+		if err != nil {
+			return nil, fmt.Errorf("election %s: campaign: %w", strconv.Quote(e.name), err)
+		}
+		term := lock.Fence()
+		if term == 0 {
+			// A Redlock quorum could not agree on a term: the lock was
+			// lost, or too many nodes failed. Campaign again.
+			rctx, cancel := e.cleanupContext(ctx)
+			_ = lock.Release(rctx)
+			cancel()
+			continue
+		}
+		e.announce(ctx)
+		return newLeadership(lock, term, value), nil
+	}
+}
+
+// Leader returns who leads the election now, or an error wrapping
+// ErrNoLeader when nobody does. It is one round trip (dlock's Inspect).
+// On a Redlock, a candidate that just won counts from the moment its term
+// is known to a quorum.
+func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	if e.err != nil {
+		return Leader{}, e.err
+	}
+	info, err := e.locker.Inspect(ctx, e.name)
+	if err != nil {
+		return Leader{}, fmt.Errorf("election %s: %w", strconv.Quote(e.name), err)
+	}
+	l := leaderOf(info)
+	if l.Term == 0 {
+		return Leader{}, fmt.Errorf("%w in %s", ErrNoLeader, strconv.Quote(e.name))
+	}
+	return l, nil
+}
+
+func leaderOf(info dlock.LockInfo) Leader {
+	if !info.Held || info.Fence == 0 {
+		return Leader{}
+	}
+	return Leader{Value: info.Value(), Term: info.Fence}
+}
+
+// vacancy is the lock that observers of an empty seat hold, and wait for:
+// a new leader deletes it, which wakes them (see Observe).
+func (e *Election) vacancy() string { return "dlock:vacancy:" + e.name }
+
+// announce tells the observers of an empty seat that it is taken. Should
+// it fail, they see the new leader when their hold on the vacancy runs out.
+func (e *Election) announce(ctx context.Context) {
+	ctx, cancel := e.cleanupContext(ctx)
+	defer cancel()
+	_, _ = e.locker.ForceRelease(ctx, e.vacancy())
+}
+
+// cleanupContext returns a context for a call that must be made even if
+// ctx has ended, such as a release: it ends after a lease at most.
+func (e *Election) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.ttl)
+}

@@ -1,0 +1,298 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/jobs"
+)
+
+// host returns the Runner of a simulated host, on a Client of its own.
+func host(t testing.TB, name string, opts ...jobs.Option) *jobs.Runner {
+	t.Helper()
+	return jobs.New(newLocker(t, nil), append([]jobs.Option{jobs.WithHost(name)}, opts...)...)
+}
+
+// Three hosts whose clocks are skewed by up to a third of the period fire
+// the job in five slots, at once; then a late host fires each slot after it
+// is done. Each slot runs once.
+func TestRunOncePerSlot(t *testing.T) {
+	t.Parallel()
+	name := testName(t)
+	every := time.Hour
+	hosts := []*jobs.Runner{host(t, "a"), host(t, "b"), host(t, "c")}
+	skews := []time.Duration{-every / 3, 0, every / 3}
+	start := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		fired := start.Add(time.Duration(i) * every)
+		var ran atomic.Int32
+		var wg sync.WaitGroup
+		outcomes := make([]jobs.Outcome, len(hosts))
+		for h, runner := range hosts {
+			wg.Go(func() {
+				slot := jobs.Slot(fired.Add(skews[h]), every)
+				var err error
+				outcomes[h], err = runner.Run(t.Context(), name, slot, func(context.Context) error {
+					ran.Add(1)
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		late := host(t, "late")
+		outcome, err := late.Run(t.Context(), name, jobs.Slot(fired.Add(every/2-time.Second), every), func(context.Context) error {
+			ran.Add(1)
+			return nil
+		})
+		if err != nil || outcome != jobs.AlreadyDone {
+			t.Errorf("slot %d: the late host got %v, %v; want already done", i, outcome, err)
+		}
+		if n := ran.Load(); n != 1 {
+			t.Errorf("slot %d ran %d times (outcomes %v), want once", i, n, outcomes)
+		}
+	}
+}
+
+// While a host runs the slot, the others are told it runs elsewhere.
+func TestRunningElsewhere(t *testing.T) {
+	t.Parallel()
+	name, slot := testName(t), time.Now()
+	a, b := host(t, "a"), host(t, "b")
+	started, finish := make(chan struct{}), make(chan struct{})
+	done := make(chan jobs.Outcome, 1)
+	go func() {
+		outcome, err := a.Run(t.Context(), name, slot, func(context.Context) error {
+			close(started)
+			<-finish
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- outcome
+	}()
+	<-started
+	if outcome, err := b.Run(t.Context(), name, slot, func(context.Context) error { return nil }); outcome != jobs.RunningElsewhere || err != nil {
+		t.Errorf("Run while another host runs = %v, %v; want running elsewhere", outcome, err)
+	}
+	if _, err := b.Begin(t.Context(), name, slot); !errors.Is(err, jobs.ErrRunningElsewhere) {
+		t.Errorf("Begin while another host runs = %v, want ErrRunningElsewhere", err)
+	}
+	close(finish)
+	if outcome := <-done; outcome != jobs.Ran {
+		t.Errorf("the running host's outcome %v, want ran", outcome)
+	}
+	if _, err := b.Begin(t.Context(), name, slot); !errors.Is(err, jobs.ErrAlreadyDone) {
+		t.Errorf("Begin once done = %v, want ErrAlreadyDone", err)
+	}
+}
+
+// A failed run is retried by another host in the same slot, up to the
+// attempts allowed; without WithAttempts, it is not.
+func TestAttempts(t *testing.T) {
+	t.Parallel()
+	failed := errors.New("disk full")
+	fail := func(context.Context) error { return failed }
+	succeed := func(context.Context) error { return nil }
+	for _, c := range []struct {
+		attempts int
+		runs     []func(context.Context) error
+		want     []jobs.Outcome
+	}{
+		{1, []func(context.Context) error{fail, succeed}, []jobs.Outcome{jobs.RanAndFailed, jobs.NoAttemptsLeft}},
+		{2, []func(context.Context) error{fail, succeed, succeed}, []jobs.Outcome{jobs.RanAndFailed, jobs.Ran, jobs.AlreadyDone}},
+		{3, []func(context.Context) error{fail, fail, fail, succeed}, []jobs.Outcome{jobs.RanAndFailed, jobs.RanAndFailed, jobs.RanAndFailed, jobs.NoAttemptsLeft}},
+	} {
+		name, slot := testName(t), time.Now()
+		for i, fn := range c.runs {
+			runner := host(t, string(rune('a'+i)), jobs.WithAttempts(c.attempts))
+			outcome, err := runner.Run(t.Context(), name, slot, fn)
+			if outcome != c.want[i] {
+				t.Errorf("attempts %d, run %d: %v, want %v", c.attempts, i, outcome, c.want[i])
+			}
+			if (outcome == jobs.RanAndFailed) != errors.Is(err, failed) || outcome != jobs.RanAndFailed && err != nil {
+				t.Errorf("attempts %d, run %d: error %v", c.attempts, i, err)
+			}
+		}
+	}
+}
+
+// A panic is recorded as a failure, then goes on up.
+func TestPanicIsRecorded(t *testing.T) {
+	t.Parallel()
+	name, slot := testName(t), time.Now()
+	runner := host(t, "a")
+	func() {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Errorf("recovered %v, want the job's panic", p)
+			}
+		}()
+		runner.Run(t.Context(), name, slot, func(context.Context) error { panic("boom") })
+	}()
+	records, err := runner.History(t.Context(), name)
+	if err != nil || len(records) != 1 || records[0].Status != jobs.Failed || records[0].Error != "panic: boom" {
+		t.Fatalf("History after a panic = %+v, %v", records, err)
+	}
+	if outcome, _ := runner.Run(t.Context(), name, slot, func(context.Context) error { return nil }); outcome != jobs.NoAttemptsLeft {
+		t.Errorf("Run after the panic = %v, want no attempts left", outcome)
+	}
+}
+
+// A job whose lease is lost is told through its context, and fails.
+func TestLostLease(t *testing.T) {
+	t.Parallel()
+	name, slot := testName(t), time.Now()
+	locker := newLocker(t, nil)
+	runner := jobs.New(locker, jobs.WithTTL(300*time.Millisecond))
+	outcome, err := runner.Run(t.Context(), name, slot, func(ctx context.Context) error {
+		if _, err := locker.ForceRelease(ctx, "dlock:job:"+name+"@"+slot.UTC().Format(time.RFC3339Nano)+"/run"); err != nil {
+			t.Error(err)
+		}
+		<-ctx.Done()
+		if !errors.Is(context.Cause(ctx), dlock.ErrLockLost) {
+			t.Errorf("the job's context ended with %v, want ErrLockLost", context.Cause(ctx))
+		}
+		return nil
+	})
+	if outcome != jobs.RanAndFailed || !errors.Is(err, dlock.ErrLockLost) {
+		t.Errorf("Run that lost its lease = %v, %v; want failed with ErrLockLost", outcome, err)
+	}
+}
+
+// A host that dies while it runs the job leaves an abandoned attempt; the
+// next host runs the slot once the lease ran out, if attempts are left.
+func TestHostDiesWhileRunning(t *testing.T) {
+	t.Parallel()
+	name, slot := testName(t), time.Now()
+	dying := newLocker(t, nil)
+	a, err := jobs.New(dying, jobs.WithHost("dying"), jobs.WithTTL(300*time.Millisecond)).Begin(t.Context(), name, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Number() != 1 {
+		t.Errorf("first attempt numbered %d", a.Number())
+	}
+	next := host(t, "next", jobs.WithAttempts(2))
+	if records, err := next.History(t.Context(), name); err != nil || len(records) != 1 || records[0].Status != jobs.Running || records[0].Host != "dying" {
+		t.Errorf("History while it runs = %+v, %v", records, err)
+	}
+	dying.Close() // the process dies: no Finish
+	<-a.Context().Done()
+	var outcome jobs.Outcome
+	eventually(t, 10*time.Second, "the next host runs the slot", func() bool {
+		outcome, err = next.Run(t.Context(), name, slot, func(context.Context) error { return nil })
+		return outcome != jobs.RunningElsewhere
+	})
+	if outcome != jobs.Ran || err != nil {
+		t.Fatalf("Run after the host died = %v, %v", outcome, err)
+	}
+	records, err := next.History(t.Context(), name)
+	if err != nil || len(records) != 2 {
+		t.Fatalf("History = %+v, %v", records, err)
+	}
+	if r := records[0]; r.Attempt != 2 || r.Status != jobs.Succeeded || r.Host != "next" || r.End.Before(r.Start) {
+		t.Errorf("latest record %+v", r)
+	}
+	if r := records[1]; r.Attempt != 1 || r.Status != jobs.Abandoned || r.Host != "dying" || !r.End.IsZero() {
+		t.Errorf("first record %+v", r)
+	}
+}
+
+// History lists the latest slot first, and only the job's records.
+func TestHistory(t *testing.T) {
+	t.Parallel()
+	name := testName(t)
+	runner := host(t, "a")
+	other := host(t, "b")
+	start := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		runner.Run(t.Context(), name, start.Add(time.Duration(i)*time.Hour), func(context.Context) error {
+			if i == 1 {
+				return errors.New(strings.Repeat("x", 1000))
+			}
+			return nil
+		})
+		other.Run(t.Context(), name+"-other", start, func(context.Context) error { return nil })
+	}
+	records, err := other.History(t.Context(), name)
+	if err != nil || len(records) != 3 {
+		t.Fatalf("History = %+v, %v", records, err)
+	}
+	for i, r := range records {
+		slot := start.Add(time.Duration(2-i) * time.Hour)
+		want := jobs.Succeeded
+		if i == 1 {
+			want = jobs.Failed
+		}
+		if r.Job != name || !r.Slot.Equal(slot) || r.Status != want || r.Host != "a" || r.Attempt != 1 {
+			t.Errorf("record %d = %+v, want slot %v %s", i, r, slot, want)
+		}
+	}
+	if e := records[1].Error; len(e) > 300 || !strings.HasPrefix(e, "xxx") {
+		t.Errorf("a long error recorded as %q, want it cut short", e)
+	}
+}
+
+// Once the records expire (WithRetention), the slot runs again.
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	name, slot := testName(t), time.Now()
+	runner := host(t, "a", jobs.WithRetention(200*time.Millisecond))
+	if outcome, err := runner.Run(t.Context(), name, slot, func(context.Context) error { return nil }); outcome != jobs.Ran || err != nil {
+		t.Fatalf("first Run = %v, %v", outcome, err)
+	}
+	eventually(t, 10*time.Second, "the slot runs again once its records expired", func() bool {
+		outcome, err := runner.Run(t.Context(), name, slot, func(context.Context) error { return nil })
+		return outcome == jobs.Ran && err == nil
+	})
+}
+
+func TestInvalid(t *testing.T) {
+	t.Parallel()
+	locker := newLocker(t, nil)
+	ctx, slot := t.Context(), time.Now()
+	ok := func(context.Context) error { return nil }
+	for what, c := range map[string]struct {
+		r    *jobs.Runner
+		name string
+		slot time.Time
+		fn   func(context.Context) error
+	}{
+		"nil Client":     {jobs.New(nil), "job", slot, ok},
+		"empty name":     {jobs.New(locker), "", slot, ok},
+		"long name":      {jobs.New(locker), strings.Repeat("j", 201), slot, ok},
+		"zero slot":      {jobs.New(locker), "job", time.Time{}, ok},
+		"nil function":   {jobs.New(locker), "job", slot, nil},
+		"zero ttl":       {jobs.New(locker, jobs.WithTTL(0)), "job", slot, ok},
+		"zero retention": {jobs.New(locker, jobs.WithRetention(0)), "job", slot, ok},
+		"zero attempts":  {jobs.New(locker, jobs.WithAttempts(0)), "job", slot, ok},
+		"nil option":     {jobs.New(locker, nil), "job", slot, ok},
+	} {
+		if outcome, err := c.r.Run(ctx, c.name, c.slot, c.fn); outcome != 0 || !errors.Is(err, jobs.ErrInvalid) {
+			t.Errorf("%s: Run = %v, %v; want ErrInvalid", what, outcome, err)
+		}
+	}
+	if _, err := jobs.New(nil).History(ctx, "job"); !errors.Is(err, jobs.ErrInvalid) {
+		t.Errorf("History of an invalid Runner = %v, want ErrInvalid", err)
+	}
+	a, err := jobs.New(locker).Begin(ctx, testName(t), slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outcome, err := a.Finish(ctx, nil); outcome != jobs.Ran || err != nil {
+		t.Errorf("Finish = %v, %v", outcome, err)
+	}
+	if _, err := a.Finish(ctx, nil); !errors.Is(err, jobs.ErrInvalid) {
+		t.Errorf("a second Finish = %v, want ErrInvalid", err)
+	}
+}

@@ -1,0 +1,48 @@
+package dlock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// WaitReleaseOf waits for the holder it names only: it returns at once when
+// another holder has the lock, and when the named one releases it, even if
+// a waiter takes the lock over at once.
+func TestWaitReleaseOf(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	holder := mustObtain(t, e.locker, key, time.Minute)
+	if err := e.locker.WaitReleaseOf(timeout(t, 5*time.Second), key, "someone-else"); err != nil {
+		t.Fatalf("WaitReleaseOf a holder that has not the lock: %v", err)
+	}
+	if err := e.locker.WaitReleaseOf(t.Context(), key, ""); !errors.Is(err, dlock.ErrInvalidOption) {
+		t.Errorf("WaitReleaseOf with no fingerprint = %v, want ErrInvalidOption", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- newLocker(t, e.srv.Client()).WaitReleaseOf(timeout(t, 30*time.Second), key, holder.Fingerprint())
+	}()
+	waitWatching(t, e, key)
+	next := make(chan *dlock.Lock, 1)
+	go func() {
+		lock, err := newLocker(t, e.srv.Client()).Obtain(timeout(t, 30*time.Second), key, time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		next <- lock
+	}()
+	waitQueued(t, e.rdb, key, 1)
+	if err := holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("WaitReleaseOf the holder that released: %v", err)
+	}
+	if lock := <-next; lock != nil {
+		lock.Release(t.Context())
+	}
+}
