@@ -191,7 +191,7 @@ func TestDoWithoutWait(t *testing.T) {
 	errs := make(chan error, 3)
 	for range 3 {
 		go func() {
-			errs <- e.locker.Do(timeout(t, 10*time.Second), key, time.Minute, func(ctx context.Context) error {
+			errs <- e.locker.Do(timeout(t, 10*time.Second), key, time.Minute, func(context.Context) error {
 				ran.Add(1)
 				<-finish // until the others have given up
 				return nil

@@ -45,7 +45,7 @@ func TestReadmeLead(t *testing.T) {
 	for _, host := range []string{"a", "b"} {
 		locker := newLocker(t, e.rdb)
 		wg.Go(func() {
-			err := readmeLead(ctx, locker, host, func(ctx context.Context, term int64) error {
+			err := readmeLead(ctx, locker, host, func(_ context.Context, term int64) error {
 				if leading.Add(1) != 1 {
 					t.Error("two leaders")
 				}
@@ -73,7 +73,7 @@ func TestReadmeNightly(t *testing.T) {
 	var outcomes []jobs.Outcome
 	for _, err := range []error{failed, nil, nil} { // three hosts, one after the other
 		outcome, got := readmeNightly(t.Context(), newLocker(t, e.rdb), func(context.Context) error { return err })
-		if got != err {
+		if !errors.Is(got, err) {
 			t.Errorf("Run = %v, want %v", got, err)
 		}
 		outcomes = append(outcomes, outcome)

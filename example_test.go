@@ -27,7 +27,7 @@ func nightlyReport(ctx context.Context, locker *dlock.Client) error {
 
 // runReport does the work, while the lock is held and renewed; ctx is
 // cancelled if the lock is lost.
-func runReport(ctx context.Context) error {
+func runReport(_ context.Context) error {
 	fmt.Println("running the report")
 	return nil
 }

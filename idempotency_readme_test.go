@@ -20,7 +20,7 @@ func TestReadmeChargeOnce(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.NewServer(t).Client()
 	var charges atomic.Int32
-	payHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	payHandler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprint(w, "charge ", charges.Add(1))
 	})

@@ -40,8 +40,8 @@ func TestRedlockRetryAfterSlowNodesKeepsItsQuorum(t *testing.T) {
 	rdbs := make([]*redis.Client, len(srvs))
 	for i, s := range srvs {
 		rdbs[i] = s.Client()
-		switch {
-		case i == 0:
+		switch i {
+		case 0:
 			// Once node 0 said "held" to the first attempt, the other holder
 			// goes away: the next attempt finds nodes 0 and 1 free.
 			rdbs[i].AddHook(&afterFirstAcquire{key: key, then: func() {
@@ -49,15 +49,13 @@ func TestRedlockRetryAfterSlowNodesKeepsItsQuorum(t *testing.T) {
 					rdb.Del(context.Background(), key)
 				}
 			}})
-		default:
-			if i >= 2 {
-				// The first attempt's SET lands on nodes 2-4, but its replies
-				// come long after the node timeout.
-				rdbs[i].AddHook(&afterFirstAcquire{key: key, then: func() {
-					time.Sleep(300 * time.Millisecond)
-					slowDone.Done()
-				}, releases: &undone})
-			}
+		case 2, 3, 4:
+			// The first attempt's SET lands on nodes 2-4, but its replies
+			// come long after the node timeout.
+			rdbs[i].AddHook(&afterFirstAcquire{key: key, then: func() {
+				time.Sleep(300 * time.Millisecond)
+				slowDone.Done()
+			}, releases: &undone})
 		}
 	}
 	locker := newRedlock(t, rdbs, dlock.WithNodeTimeout(100*time.Millisecond))

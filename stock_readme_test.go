@@ -40,7 +40,7 @@ func TestReadmeCheckout(t *testing.T) {
 	}
 	defer inv.Delete(ctx, sku)
 	declined := errors.New("card declined")
-	if err := checkout(ctx, inv, sku, "order-1", func() error { return declined }); err != declined {
+	if err := checkout(ctx, inv, sku, "order-1", func() error { return declined }); !errors.Is(err, declined) {
 		t.Fatalf("checkout with the card declined = %v", err)
 	}
 	if err := checkout(ctx, inv, sku, "order-2", func() error { return nil }); err != nil {

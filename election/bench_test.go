@@ -109,13 +109,11 @@ func BenchmarkObserveDelivery(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		for v := <-observed; v.Term != l.Term(); v = <-observed {
-		}
+		awaitTerm(observed, l.Term())
 		ds = append(ds, time.Since(start))
 		l.Resign(ctx)
 		start = time.Now()
-		for v := <-observed; v.Term != 0; v = <-observed {
-		}
+		awaitTerm(observed, 0)
 		ds = append(ds, time.Since(start))
 	}
 	reportQuantiles(b, ds)
@@ -131,6 +129,15 @@ func BenchmarkLeadershipErr(b *testing.B) {
 	for b.Loop() {
 		if l.Err() != nil {
 			b.Fatal(l.Err())
+		}
+	}
+}
+
+// awaitTerm waits until observed delivers a leader of term (0: no leader).
+func awaitTerm(observed <-chan election.Leader, term int64) {
+	for l := range observed {
+		if l.Term == term {
+			return
 		}
 	}
 }

@@ -78,7 +78,7 @@ func TestLeadReturnsWhenTheWorkDoes(t *testing.T) {
 	name := testName(t)
 	e := election.New(newLocker(t, nil), name)
 	failed := errors.New("work failed")
-	if err := election.Lead(timeout(t, 10*time.Second), e, "p", func(context.Context) error { return failed }); err != failed {
+	if err := election.Lead(timeout(t, 10*time.Second), e, "p", func(context.Context) error { return failed }); !errors.Is(err, failed) {
 		t.Errorf("Lead = %v, want the work's error", err)
 	}
 	if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {

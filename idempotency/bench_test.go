@@ -51,7 +51,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	rdb.AddHook(hook)
 	store := idempotency.New(rdb, idempotency.WithPrefix(prefix(b)))
 	defer store.Close()
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		w.Write([]byte(`{"id":"ch_1","amount":4200,"currency":"eur","status":"succeeded"}`))

@@ -19,7 +19,7 @@ import (
 func TestMiddlewareReplayedHeaders(t *testing.T) {
 	t.Parallel()
 	store := newStore(t, sharedClient(t))
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		h := w.Header()
 		h.Set("Connection", "X-Per-Hop")
 		h.Set("X-Per-Hop", "1")
@@ -33,8 +33,8 @@ func TestMiddlewareReplayedHeaders(t *testing.T) {
 	})
 	srv := serve(t, store.Middleware(h))
 	ctx := timeout(t, 10*time.Second)
-	post(t, ctx, srv.URL, `"k"`, "")
-	r := post(t, ctx, srv.URL, `"k"`, "")
+	post(ctx, t, srv.URL, `"k"`, "")
+	r := post(ctx, t, srv.URL, `"k"`, "")
 	if r.status != http.StatusCreated || r.body != "created" || r.header.Get("Location") != "/payments/1" ||
 		strings.Join(r.header.Values("Set-Cookie"), ";") != "a=1;b=2" {
 		t.Errorf("replay: %d %q %v", r.status, r.body, r.header)
@@ -56,13 +56,13 @@ func TestMiddlewareLargeResponse(t *testing.T) {
 	store := newStore(t, sharedClient(t), idempotency.WithMaxResult(64<<10), idempotency.WithLogger(logger))
 	large := bytes.Repeat([]byte("0123456789abcdef"), 16<<10) // 256 KiB
 	var runs atomic.Int32
-	srv := serve(t, store.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := serve(t, store.Middleware(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		runs.Add(1)
 		w.Write(large)
 	})))
 	ctx := timeout(t, 10*time.Second)
 	for range 2 {
-		if r := post(t, ctx, srv.URL, `"k"`, ""); r.status != http.StatusOK || r.body != string(large) {
+		if r := post(ctx, t, srv.URL, `"k"`, ""); r.status != http.StatusOK || r.body != string(large) {
 			t.Fatalf("large response: %d, %d bytes; want 200 and %d bytes", r.status, len(r.body), len(large))
 		}
 	}
@@ -120,7 +120,7 @@ func TestMiddlewareStreamedResponse(t *testing.T) {
 	if string(rest) != "second" {
 		t.Errorf("rest: %q", rest)
 	}
-	if r := post(t, ctx, srv.URL, `"k"`, ""); r.body != "first,second" || r.header.Get(idempotency.ReplayHeader) != "true" {
+	if r := post(ctx, t, srv.URL, `"k"`, ""); r.body != "first,second" || r.header.Get(idempotency.ReplayHeader) != "true" {
 		t.Errorf("replay: %q, want the whole streamed body", r.body)
 	}
 }
@@ -139,13 +139,13 @@ func TestMiddlewareRequestBodies(t *testing.T) {
 	srv := serve(t, store.Middleware(echo, idempotency.WithMaxBody(1<<20)))
 	ctx := timeout(t, 10*time.Second)
 	large := strings.Repeat("x", 1<<20)
-	if r := post(t, ctx, srv.URL, `"large"`, large); r.status != http.StatusOK || r.body != fmt.Sprint(1<<20) {
+	if r := post(ctx, t, srv.URL, `"large"`, large); r.status != http.StatusOK || r.body != fmt.Sprint(1<<20) {
 		t.Errorf("1 MiB body: %d %s", r.status, r.body)
 	}
-	if r := post(t, ctx, srv.URL, `"large"`, large[1:]+"y"); r.status != http.StatusUnprocessableEntity {
+	if r := post(ctx, t, srv.URL, `"large"`, large[1:]+"y"); r.status != http.StatusUnprocessableEntity {
 		t.Errorf("1 MiB body, last byte changed: %d, want 422", r.status)
 	}
-	if r := post(t, ctx, srv.URL, `"too-large"`, large+"x"); r.status != http.StatusRequestEntityTooLarge {
+	if r := post(ctx, t, srv.URL, `"too-large"`, large+"x"); r.status != http.StatusRequestEntityTooLarge {
 		t.Errorf("body over the limit: %d, want 413", r.status)
 	} else if typ, _ := problemOf(t, r); !strings.HasSuffix(typ, "#body-too-large") {
 		t.Errorf("type %q", typ)

@@ -66,7 +66,7 @@ func ExampleFinal() {
 	ctx := context.Background()
 
 	for range 2 {
-		_, replayed, err := store.Do(ctx, "order:1002:charge", nil, func(ctx context.Context) ([]byte, error) {
+		_, replayed, err := store.Do(ctx, "order:1002:charge", nil, func(context.Context) ([]byte, error) {
 			fmt.Println("asking the provider")
 			return nil, idempotency.Final(errors.New("card declined"))
 		})
@@ -89,7 +89,7 @@ func ExampleStore_Middleware() {
 	defer forget(rdb, "example-middleware:") // so that the example runs again the same
 
 	charges := 0
-	pay := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	pay := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		charges++
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, "charge %d", charges)

@@ -54,14 +54,14 @@ func TestMiddlewareRedisDown(t *testing.T) {
 	srv.Kill()
 	ctx := timeout(t, 10*time.Second)
 
-	r := post(t, ctx, closed.URL, `"k"`, "")
+	r := post(ctx, t, closed.URL, `"k"`, "")
 	if typ, _ := problemOf(t, r); r.status != http.StatusServiceUnavailable || typ != idempotency.DefaultProblemType+"#unavailable" {
 		t.Errorf("Redis down: %d %s, want 503 unavailable", r.status, typ)
 	}
 	if n := pay.charges.Load(); n != 0 {
 		t.Fatalf("charged %d times with Redis down, fail closed", n)
 	}
-	if r := post(t, ctx, open.URL, `"k"`, ""); r.status != http.StatusCreated || pay.charges.Load() != 1 {
+	if r := post(ctx, t, open.URL, `"k"`, ""); r.status != http.StatusCreated || pay.charges.Load() != 1 {
 		t.Errorf("Redis down, WithFailOpen: %d, %d charges; want the handler to run", r.status, pay.charges.Load())
 	}
 }
@@ -109,7 +109,7 @@ func TestMiddlewareRedisPaused(t *testing.T) {
 	if n := pay.charges.Load(); n != 0 {
 		t.Fatalf("charged %d times while Redis hung", n)
 	}
-	if r := post(t, timeout(t, 10*time.Second), web.URL, `"k"`, ""); r.status != http.StatusCreated || pay.charges.Load() != 1 {
+	if r := post(timeout(t, 10*time.Second), t, web.URL, `"k"`, ""); r.status != http.StatusCreated || pay.charges.Load() != 1 {
 		t.Errorf("retry after Redis came back: %d, %d charges; want one charge", r.status, pay.charges.Load())
 	}
 }
@@ -139,14 +139,14 @@ func TestMiddlewareRedisRestartedMidRequest(t *testing.T) {
 	ctx := timeout(t, 10*time.Second)
 
 	first := make(chan reply, 1)
-	go func() { first <- post(t, ctx, web.URL, `"k"`, "") }()
+	go func() { first <- post(ctx, t, web.URL, `"k"`, "") }()
 	receive(t, pay.running)
 	srv.Restart()
 	if r := receive(t, first); r.status != http.StatusServiceUnavailable {
 		t.Errorf("the request Redis restarted under: %d %s, want the handler's 503", r.status, r.body)
 	}
 	close(pay.proceed)
-	if r := post(t, ctx, web.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
+	if r := post(ctx, t, web.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
 		t.Errorf("retry: %d, want a first charge", r.status)
 	}
 	if n := pay.charges.Load(); n != 1 {
@@ -171,7 +171,7 @@ func TestMiddlewareProcessKilledMidHandler(t *testing.T) {
 	dead := make(chan struct{})
 	var chargedByA atomic.Int32
 	running := make(chan struct{})
-	webA := serve(t, storeA.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	webA := serve(t, storeA.Middleware(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		close(running)
 		<-dead // killed: it never gets to charge
 		if r.Context().Err() == nil {
@@ -179,14 +179,14 @@ func TestMiddlewareProcessKilledMidHandler(t *testing.T) {
 		}
 	})))
 	answerA := make(chan reply, 1)
-	go func() { answerA <- post(t, ctx, webA.URL, `"k"`, "") }()
+	go func() { answerA <- post(ctx, t, webA.URL, `"k"`, "") }()
 	receive(t, running)
 	storeA.Close() // the process dies: no release, no renewal
 	rdbA.Close()
 
 	pay := &payments{}
 	webB := serve(t, newStore(t, srv.Client(), idempotency.WithLockTTL(lockTTL)).Middleware(pay, idempotency.WithWaitForInProgress()))
-	if r := post(t, ctx, webB.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
+	if r := post(ctx, t, webB.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
 		t.Errorf("retry on another process: %d %s, want the first charge", r.status, r.body)
 	}
 	close(dead)
@@ -194,7 +194,7 @@ func TestMiddlewareProcessKilledMidHandler(t *testing.T) {
 	if n := pay.charges.Load() + chargedByA.Load(); n != 1 {
 		t.Errorf("charged %d times, want 1", n)
 	}
-	if r := post(t, ctx, webB.URL, `"k"`, ""); r.header.Get(idempotency.ReplayHeader) != "true" {
+	if r := post(ctx, t, webB.URL, `"k"`, ""); r.header.Get(idempotency.ReplayHeader) != "true" {
 		t.Errorf("a later retry: %d, want the replay", r.status)
 	}
 }
@@ -232,7 +232,7 @@ func TestMiddlewareClientGoneMidHandler(t *testing.T) {
 	cancel()
 	receive(t, sent)
 	receive(t, served) // the middleware is done with the first request
-	if r := post(t, timeout(t, 10*time.Second), web.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
+	if r := post(timeout(t, 10*time.Second), t, web.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
 		t.Errorf("retry: %d, replayed %q; want the handler to run again", r.status, r.header.Get(idempotency.ReplayHeader))
 	}
 }
@@ -252,7 +252,7 @@ func TestMiddlewareRedisPausedMidHandler(t *testing.T) {
 	ctx := timeout(t, 10*time.Second)
 
 	first := make(chan reply, 1)
-	go func() { first <- post(t, ctx, web.URL, `"k"`, "") }()
+	go func() { first <- post(ctx, t, web.URL, `"k"`, "") }()
 	receive(t, pay.running)
 	srv.Pause()
 	r := receive(t, first)
@@ -261,7 +261,7 @@ func TestMiddlewareRedisPausedMidHandler(t *testing.T) {
 		t.Errorf("the request Redis hung under: %d %s, want the handler's 503, lock lost", r.status, r.body)
 	}
 	close(pay.proceed)
-	if r := post(t, ctx, retries.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
+	if r := post(ctx, t, retries.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
 		t.Errorf("retry: %d, want a first charge", r.status)
 	}
 	if n := pay.charges.Load(); n != 1 {

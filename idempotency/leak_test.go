@@ -56,7 +56,7 @@ func TestNoGoroutinesLeftBehind(t *testing.T) {
 	}
 	srv.Resume()
 
-	web := httptest.NewServer(store.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	web := httptest.NewServer(store.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	client := &http.Client{Transport: &http.Transport{}}
 	for range 3 {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, web.URL, nil)

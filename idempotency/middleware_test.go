@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,7 +42,7 @@ type reply struct {
 // post sends a POST with the key (a raw header value; "" for none) and body.
 // It may be called from any goroutine: a failure to send is a reply with
 // status 0 and the error as its body, and fails the test.
-func post(t testing.TB, ctx context.Context, url, key, body string) reply {
+func post(ctx context.Context, t testing.TB, url, key, body string) reply {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
@@ -105,11 +106,11 @@ func TestMiddlewareRunsOnceThenReplays(t *testing.T) {
 	srv := serve(t, newStore(t, sharedClient(t)).Middleware(pay))
 	ctx := timeout(t, 10*time.Second)
 
-	first := post(t, ctx, srv.URL+"/pay", `"k-1"`, "amount=10")
+	first := post(ctx, t, srv.URL+"/pay", `"k-1"`, "amount=10")
 	if first.status != http.StatusCreated || first.header.Get(idempotency.ReplayHeader) != "" {
 		t.Fatalf("first request: %d %v %s", first.status, first.header, first.body)
 	}
-	again := post(t, ctx, srv.URL+"/pay", `"k-1"`, "amount=10")
+	again := post(ctx, t, srv.URL+"/pay", `"k-1"`, "amount=10")
 	if again.status != first.status || again.body != first.body ||
 		again.header.Get("X-Charge-Id") != "ch_1" || again.header.Get(idempotency.ReplayHeader) != "true" {
 		t.Errorf("retry: %d %v %s; want the first response replayed", again.status, again.header, again.body)
@@ -144,7 +145,7 @@ func TestMiddlewareFiftyConcurrentRequests(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range requests {
 		wg.Go(func() {
-			replies[i] = post(t, ctx, srv.URL+"/pay", `"double-click"`, "order=1001")
+			replies[i] = post(ctx, t, srv.URL+"/pay", `"double-click"`, "order=1001")
 			if replies[i].status == http.StatusConflict && answered.Add(1) == requests-1 {
 				close(othersDone)
 			}
@@ -172,7 +173,7 @@ func TestMiddlewareFiftyConcurrentRequests(t *testing.T) {
 	if n := pay.charges.Load(); n != 1 {
 		t.Errorf("charged %d times, want 1", n)
 	}
-	if r := post(t, ctx, srv.URL+"/pay", `"double-click"`, "order=1001"); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "true" {
+	if r := post(ctx, t, srv.URL+"/pay", `"double-click"`, "order=1001"); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "true" {
 		t.Errorf("a retry after the first finished: %d, want the replayed 201", r.status)
 	}
 }
@@ -187,7 +188,7 @@ func TestMiddlewareWaitForInProgress(t *testing.T) {
 	replies := make([]reply, requests)
 	var wg sync.WaitGroup
 	for i := range requests {
-		wg.Go(func() { replies[i] = post(t, ctx, srv.URL+"/pay", `"k"`, "order=1") })
+		wg.Go(func() { replies[i] = post(ctx, t, srv.URL+"/pay", `"k"`, "order=1") })
 	}
 	wg.Wait()
 	for i, r := range replies {
@@ -205,10 +206,10 @@ func TestMiddlewareKeyReusedWithAnotherPayload(t *testing.T) {
 	pay := &payments{}
 	srv := serve(t, newStore(t, sharedClient(t)).Middleware(pay))
 	ctx := timeout(t, 10*time.Second)
-	post(t, ctx, srv.URL+"/pay", `"k"`, "amount=10")
+	post(ctx, t, srv.URL+"/pay", `"k"`, "amount=10")
 	for _, r := range []reply{
-		post(t, ctx, srv.URL+"/pay", `"k"`, "amount=99"),    // another body
-		post(t, ctx, srv.URL+"/refund", `"k"`, "amount=10"), // another path
+		post(ctx, t, srv.URL+"/pay", `"k"`, "amount=99"),    // another body
+		post(ctx, t, srv.URL+"/refund", `"k"`, "amount=10"), // another path
 	} {
 		if typ, _ := problemOf(t, r); r.status != http.StatusUnprocessableEntity || typ != idempotency.DefaultProblemType+"#key-reused" {
 			t.Errorf("key reused: %d %s, want 422 key-reused", r.status, typ)
@@ -222,14 +223,14 @@ func TestMiddlewareKeyReusedWithAnotherPayload(t *testing.T) {
 func TestMiddlewareFingerprintOption(t *testing.T) {
 	t.Parallel()
 	pay := &payments{}
-	byAmount := func(r *http.Request, body []byte) []byte { return []byte(r.URL.Query().Get("amount")) }
+	byAmount := func(r *http.Request, _ []byte) []byte { return []byte(r.URL.Query().Get("amount")) }
 	srv := serve(t, newStore(t, sharedClient(t)).Middleware(pay, idempotency.WithFingerprint(byAmount)))
 	ctx := timeout(t, 10*time.Second)
-	post(t, ctx, srv.URL+"/pay?amount=10", `"k"`, "note=a")
-	if r := post(t, ctx, srv.URL+"/pay?amount=10", `"k"`, "note=b"); r.status != http.StatusCreated {
+	post(ctx, t, srv.URL+"/pay?amount=10", `"k"`, "note=a")
+	if r := post(ctx, t, srv.URL+"/pay?amount=10", `"k"`, "note=b"); r.status != http.StatusCreated {
 		t.Errorf("same amount, another body: %d, want the replay", r.status)
 	}
-	if r := post(t, ctx, srv.URL+"/pay?amount=11", `"k"`, "note=a"); r.status != http.StatusUnprocessableEntity {
+	if r := post(ctx, t, srv.URL+"/pay?amount=11", `"k"`, "note=a"); r.status != http.StatusUnprocessableEntity {
 		t.Errorf("another amount: %d, want 422", r.status)
 	}
 }
@@ -260,9 +261,9 @@ func TestMiddlewareRetention(t *testing.T) {
 	pay := &payments{}
 	srv := serve(t, newStore(t, sharedClient(t), idempotency.WithRetention(100*time.Millisecond)).Middleware(pay))
 	ctx := timeout(t, 10*time.Second)
-	post(t, ctx, srv.URL+"/pay", `"k"`, "a")
+	post(ctx, t, srv.URL+"/pay", `"k"`, "a")
 	eventually(t, 5*time.Second, "charged again", func() bool {
-		r := post(t, ctx, srv.URL+"/pay", `"k"`, "a")
+		r := post(ctx, t, srv.URL+"/pay", `"k"`, "a")
 		return r.status == http.StatusCreated && r.header.Get(idempotency.ReplayHeader) == ""
 	})
 	if n := pay.charges.Load(); n != 2 {
@@ -291,11 +292,11 @@ func TestMiddlewareMethods(t *testing.T) {
 	if r := do(t, req); r.status != http.StatusBadRequest {
 		t.Errorf("PUT without a key, WithMethods(PUT): %d, want 400", r.status)
 	}
-	if r := post(t, ctx, put.URL, "", ""); r.status != http.StatusCreated {
+	if r := post(ctx, t, put.URL, "", ""); r.status != http.StatusCreated {
 		t.Errorf("POST without a key, WithMethods(PUT): %d, want the handler's 201", r.status)
 	}
 	optional := serve(t, store.Middleware(pay, idempotency.WithOptionalKey()))
-	if r := post(t, ctx, optional.URL, "", ""); r.status != http.StatusCreated {
+	if r := post(ctx, t, optional.URL, "", ""); r.status != http.StatusCreated {
 		t.Errorf("POST without a key, WithOptionalKey: %d, want the handler's 201", r.status)
 	}
 }
@@ -307,7 +308,7 @@ func TestMiddlewareFailuresAreNotStored(t *testing.T) {
 	store := newStore(t, sharedClient(t))
 	for _, status := range []int{500, 502, 503, 408, 429} {
 		var runs atomic.Int32
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			if runs.Add(1) == 1 {
 				http.Error(w, "try again", status)
 				return
@@ -317,10 +318,10 @@ func TestMiddlewareFailuresAreNotStored(t *testing.T) {
 		srv := serve(t, store.Middleware(h))
 		ctx := timeout(t, 10*time.Second)
 		key := fmt.Sprintf(`"status-%d"`, status)
-		if r := post(t, ctx, srv.URL, key, ""); r.status != status {
+		if r := post(ctx, t, srv.URL, key, ""); r.status != status {
 			t.Errorf("first: %d, want %d", r.status, status)
 		}
-		if r := post(t, ctx, srv.URL, key, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
+		if r := post(ctx, t, srv.URL, key, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
 			t.Errorf("after %d: %d, want the handler to run again", status, r.status)
 		}
 	}
@@ -330,7 +331,7 @@ func TestMiddlewarePanicFreesTheKey(t *testing.T) {
 	t.Parallel()
 	store := newStore(t, sharedClient(t))
 	var runs atomic.Int32
-	h := store.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := store.Middleware(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if runs.Add(1) == 1 {
 			panic(http.ErrAbortHandler)
 		}
@@ -343,7 +344,8 @@ func TestMiddlewarePanicFreesTheKey(t *testing.T) {
 	}
 	func() {
 		defer func() {
-			if r := recover(); r != http.ErrAbortHandler {
+			r := recover()
+			if err, _ := r.(error); !errors.Is(err, http.ErrAbortHandler) {
 				t.Errorf("recovered %v, want the handler's panic", r)
 			}
 		}()
@@ -360,7 +362,7 @@ func TestMiddlewareProblemType(t *testing.T) {
 	t.Parallel()
 	store := newStore(t, sharedClient(t))
 	srv := serve(t, store.Middleware(&payments{}, idempotency.WithProblemType("https://developer.example.com/idempotency")))
-	r := post(t, timeout(t, 10*time.Second), srv.URL, "", "")
+	r := post(timeout(t, 10*time.Second), t, srv.URL, "", "")
 	if typ, title := problemOf(t, r); typ != "https://developer.example.com/idempotency#missing-key" || title != "Idempotency-Key is missing" {
 		t.Errorf("missing key: %d %q %q", r.status, typ, title)
 	}

@@ -20,7 +20,7 @@ func ExampleRunner_Run() {
 	runner := jobs.New(locker, jobs.WithAttempts(2)) // a failed night is retried by the next host
 
 	slot := jobs.Slot(time.Date(2026, 11, 21, 3, 0, 4, 0, time.UTC), 24*time.Hour) // 4s late
-	report := func(ctx context.Context) error { return nil }
+	report := func(context.Context) error { return nil }
 	for range 2 { // two hosts, one after the other
 		outcome, err := runner.Run(context.Background(), "example:nightly-report", slot, report)
 		fmt.Println(outcome, err)

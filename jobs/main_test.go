@@ -1,7 +1,6 @@
 package jobs_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -73,14 +72,6 @@ func testName(t testing.TB) string {
 	return fmt.Sprintf("test:%s:%d", strings.ReplaceAll(t.Name(), "/", ":"), runs.Add(1))
 }
 
-// timeout returns a context that ends after d and with the test. The limit
-// is no timing assertion: it only ends a test that would otherwise hang.
-func timeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // eventually calls check until it returns true, or fails the test after
 // limit (which only ends a test that would otherwise hang).
 func eventually(t testing.TB, limit time.Duration, what string, check func() bool) {
@@ -94,32 +85,9 @@ func eventually(t testing.TB, limit time.Duration, what string, check func() boo
 	}
 }
 
-// closed reports whether ch is closed (or has a value).
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// newServer starts a redis-server of the test's own, for tests that stop,
-// pause or restart it.
-func newServer(t testing.TB) *redistest.Server {
-	t.Helper()
-	return redistest.NewServer(t)
-}
-
 // fastFail makes a go-redis client give up quickly on a dead server.
 func fastFail(o *redis.Options) {
 	o.DialTimeout = 200 * time.Millisecond
 	o.MaxRetries = -1
 	o.DialerRetries = 1
-}
-
-// dlockOn returns a dlock Client on srv, closed when the test ends.
-func dlockOn(t testing.TB, srv *redistest.Server) *dlock.Client {
-	t.Helper()
-	return newLocker(t, srv.Client(fastFail))
 }

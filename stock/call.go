@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,7 +29,7 @@ func (inv *Inventory) newCall(op, sku, order string, keys []string, args ...any)
 // run runs s until it stops asking to be called again, and turns its
 // reply's code into an error.
 func (c *call) run(ctx context.Context, s *redis.Script) (reply, error) {
-	args := append(c.inv.retention[:1:1], c.args...)
+	args := slices.Concat(c.inv.retention[:1], c.args)
 	r, err := c.inv.bounded(ctx, func(ctx context.Context) (reply, error) {
 		for {
 			v, err := s.Run(ctx, c.inv.rdb, c.keys, args...).Slice()

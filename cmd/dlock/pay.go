@@ -31,7 +31,7 @@ func doubleClickPay(ctx context.Context, d *demo) result {
 	chargesKey := d.key("order:1001:charges")
 	defer d.cleanup(ctx, chargesKey)
 	store := idempotency.New(d.rdb, idempotency.WithPrefix(d.key("idem:")), idempotency.WithRetention(payRetention))
-	defer store.Close()
+	defer func() { _ = store.Close() }()
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders/1001/pay", store.Middleware(d.chargeHandler(chargesKey)))
 	url, stop, err := serveLoopback(mux)
@@ -143,7 +143,7 @@ func click(ctx context.Context, client *http.Client, url string) payAnswer {
 	if err != nil {
 		return payAnswer{err: err}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	return payAnswer{status: resp.StatusCode, replayed: resp.Header.Get(idempotency.ReplayHeader) == "true", body: string(body), err: err}
 }
@@ -156,13 +156,16 @@ func serveLoopback(h http.Handler) (url string, stop func(), err error) {
 		return "", nil, fmt.Errorf("dlock demo: cannot listen on loopback: %w", err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: payTimeout}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln) // http.ErrServerClosed, once stop shuts it down
+	}()
 	stop = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), payTimeout)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-		<-served // http.ErrServerClosed
+		<-served
 	}
 	return "http://" + ln.Addr().String(), stop, nil
 }
