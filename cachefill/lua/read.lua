@@ -1,0 +1,34 @@
+-- read: the entry of a cache key, in one round trip.
+--
+-- KEYS[1]: the entry, a hash with the fields
+--   v  the value; or
+--   nf "1": the source has no value (the load returned ErrNotFound)
+--   d  how long the load that stored it took, in ms (for early refresh)
+--   f  the lock token of the loader that stored it
+--   g  how many times it was invalidated (absent: 0)
+--   s  "1": invalidated after the loader read g, so to be loaded again
+-- Invalidate leaves a hash with only g and s where there was no entry.
+--
+-- Returns {code, value, d, f, g, s, pttl}; {0, g} for a mark; {code} else:
+--   0 no entry, or only a mark of Invalidate: a miss
+--   1 a value
+--   2 not found, remembered
+--   3 the key holds another type
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then
+  return {0}
+end
+if kind ~= 'hash' then
+  return {3}
+end
+local e = redis.call('HMGET', KEYS[1], 'v', 'nf', 'd', 'f', 'g', 's')
+local code = 0
+if e[1] then
+  code = 1
+elseif e[2] == '1' then
+  code = 2
+end
+if code == 0 then
+  return {0, e[5] or '0'}
+end
+return {code, e[1] or '', e[3] or '0', e[4] or '', e[5] or '0', e[6] or '0', redis.call('PTTL', KEYS[1])}
