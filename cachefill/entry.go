@@ -16,6 +16,7 @@ type entry struct {
 	gen    string        // how many times the entry was invalidated, as Redis keeps it
 	stale  bool          // invalidated after its loader read gen: to be loaded again
 	ttl    time.Duration // left before it expires; negative without expiry
+	held   bool          // a miss whose loader's lock is held: someone is loading it
 }
 
 // found reports whether the entry answers a Get: a value, or not found.
@@ -36,7 +37,7 @@ func notFound(key string) error {
 // read reads the entry of k in one round trip.
 func (c *Cache) read(ctx context.Context, k keys) (entry, error) {
 	v, err := bounded(c, ctx, func(ctx context.Context) ([]any, error) {
-		return readScript.Run(ctx, c.rdb, []string{k.entry}).Slice()
+		return readScript.Run(ctx, c.rdb, []string{k.entry, k.lock}).Slice()
 	})
 	if err != nil {
 		return entry{}, err
@@ -53,11 +54,12 @@ func parseEntry(v []any) (entry, error) {
 	code, _ := v[0].(int64)
 	switch code {
 	case readMiss:
-		e := entry{code: readMiss, gen: "0"}
-		if len(v) > 1 {
-			e.gen, _ = v[1].(string)
+		if len(v) != 3 {
+			return entry{}, bad
 		}
-		return e, nil
+		gen, _ := v[1].(string)
+		held, _ := v[2].(int64)
+		return entry{code: readMiss, gen: gen, held: held == 1}, nil
 	case readWrongType:
 		return entry{}, ErrWrongType
 	case readValue, readNotFound:

@@ -32,28 +32,31 @@ func (c *Cache) fetch(ctx context.Context, r request) ([]byte, error) {
 		return e.result(r.key)
 	}
 	c.misses.Add(1)
-	return c.fill(ctx, r)
+	return c.fill(ctx, r, e.held)
 }
 
 // fill gets the entry of a key that missed, across processes: the caller
 // that obtains the key's lock loads it and stores it, the others wait for
 // the lock's release and read what it stored. When it stored nothing (its
 // load failed, it died, or it lost its lock), they elect the next loader
-// among themselves the same way.
-func (c *Cache) fill(ctx context.Context, r request) ([]byte, error) {
+// among themselves the same way. held says that the read that missed saw
+// the lock held: then it waits at once.
+func (c *Cache) fill(ctx context.Context, r request, held bool) ([]byte, error) {
 	for {
-		lock, err := bounded(c, ctx, func(ctx context.Context) (*dlock.Lock, error) {
-			return c.locker.TryObtain(ctx, r.keys.lock, c.opts.lockTTL, dlock.WithAutoRenew(true))
-		})
-		switch {
-		case err == nil:
-			v, err, again := c.loadAsHolder(ctx, r, lock)
-			if !again {
-				return v, err
+		if !held {
+			lock, err := bounded(c, ctx, func(ctx context.Context) (*dlock.Lock, error) {
+				return c.locker.TryObtain(ctx, r.keys.lock, c.opts.lockTTL, dlock.WithAutoRenew(true))
+			})
+			switch {
+			case err == nil:
+				v, err, again := c.loadAsHolder(ctx, r, lock)
+				if !again {
+					return v, err
+				}
+				continue
+			case !errors.Is(err, dlock.ErrNotObtained):
+				return c.redisFailed(ctx, r, "lock", err)
 			}
-			continue
-		case !errors.Is(err, dlock.ErrNotObtained):
-			return c.redisFailed(ctx, r, "lock", err)
 		}
 		c.waits.Add(1)
 		if err := c.locker.WaitRelease(ctx, r.keys.lock); err != nil {
@@ -66,6 +69,7 @@ func (c *Cache) fill(ctx context.Context, r request) ([]byte, error) {
 		if e.found() {
 			return e.result(r.key)
 		}
+		held = e.held // the next loader, elected already, or not yet
 	}
 }
 

@@ -116,8 +116,9 @@ func TestParseEntry(t *testing.T) {
 		want  entry
 		err   bool
 	}{
-		{[]any{int64(0)}, entry{code: readMiss, gen: "0"}, false},
-		{[]any{int64(0), "3"}, entry{code: readMiss, gen: "3"}, false},
+		{[]any{int64(0), "0", int64(0)}, entry{code: readMiss, gen: "0"}, false},
+		{[]any{int64(0), "3", int64(1)}, entry{code: readMiss, gen: "3", held: true}, false},
+		{[]any{int64(0)}, entry{}, true},
 		{[]any{int64(1), "v", "12", "tok", "2", "1", int64(500)},
 			entry{code: readValue, value: []byte("v"), delta: 12 * time.Millisecond, filler: "tok", gen: "2", stale: true, ttl: 500 * time.Millisecond}, false},
 		{[]any{int64(2), "", "1", "tok", "0", "0", int64(-1)},
@@ -135,7 +136,8 @@ func TestParseEntry(t *testing.T) {
 			continue
 		}
 		if !tt.err && (got.code != tt.want.code || string(got.value) != string(tt.want.value) || got.delta != tt.want.delta ||
-			got.filler != tt.want.filler || got.gen != tt.want.gen || got.stale != tt.want.stale || got.ttl != tt.want.ttl) {
+			got.filler != tt.want.filler || got.gen != tt.want.gen || got.stale != tt.want.stale || got.ttl != tt.want.ttl ||
+			got.held != tt.want.held) {
 			t.Errorf("parseEntry(%v) = %+v, want %+v", tt.reply, got, tt.want)
 		}
 	}

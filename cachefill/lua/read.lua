@@ -8,20 +8,21 @@
 --   g  how many times it was invalidated (absent: 0)
 --   s  "1": invalidated after the loader read g, so to be loaded again
 -- Invalidate leaves a hash with only g and s where there was no entry.
+-- KEYS[2]: the lock of the entry's loader
 --
--- Returns {code, value, d, f, g, s, pttl}; {0, g} for a mark; {code} else:
---   0 no entry, or only a mark of Invalidate: a miss
---   1 a value
---   2 not found, remembered
---   3 the key holds another type
-local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind == 'none' then
-  return {0}
+-- Returns one of:
+--   {0, g, held}  a miss: no entry, or only a mark of Invalidate; held is 1
+--                 when a loader holds the lock, else 0
+--   {1, value, d, f, g, s, pttl}  a value
+--   {2, "", d, f, g, s, pttl}     not found, remembered
+--   {3}           the entry's key holds another type
+local e = redis.pcall('HMGET', KEYS[1], 'v', 'nf', 'd', 'f', 'g', 's')
+if type(e) == 'table' and e['err'] then
+  if string.find(e['err'], 'WRONGTYPE') then
+    return {3}
+  end
+  return redis.error_reply(e['err'])
 end
-if kind ~= 'hash' then
-  return {3}
-end
-local e = redis.call('HMGET', KEYS[1], 'v', 'nf', 'd', 'f', 'g', 's')
 local code = 0
 if e[1] then
   code = 1
@@ -29,6 +30,6 @@ elseif e[2] == '1' then
   code = 2
 end
 if code == 0 then
-  return {0, e[5] or '0'}
+  return {0, e[5] or '0', redis.call('EXISTS', KEYS[2])}
 end
 return {code, e[1] or '', e[3] or '0', e[4] or '', e[5] or '0', e[6] or '0', redis.call('PTTL', KEYS[1])}
