@@ -69,12 +69,12 @@ func New(rdb redis.UniversalClient, opts ...Option) *Cache {
 	return c
 }
 
-// Close ends what the Cache still does: loads whose callers all gave up,
-// background refreshes, calls to Redis that did not answer in time. It
-// cancels their contexts and waits for them, so a load function must
-// return when its context ends. Gets that wait return ErrClosed, and so do
-// later calls. A loader's lock is released if its load returns in time,
-// and otherwise expires. Close does not close the Redis client.
+// Close ends what the Cache still does: loads, background refreshes, calls
+// to Redis that did not answer in time. It cancels their contexts and
+// waits for them, so a load function must return when its context ends.
+// The locks of its loads are released at once, so that a Cache elsewhere
+// loads instead. Gets that wait return an error, and later calls
+// ErrClosed. Close does not close the Redis client.
 func (c *Cache) Close() error {
 	c.mu.Lock()
 	c.closed = true
