@@ -49,7 +49,7 @@ func (c *Cache) fill(ctx context.Context, r request, held bool) ([]byte, error) 
 			})
 			switch {
 			case err == nil:
-				v, err, again := c.loadAsHolder(ctx, r, lock)
+				v, again, err := c.loadAsHolder(ctx, r, lock)
 				if !again {
 					return v, err
 				}
@@ -76,26 +76,26 @@ func (c *Cache) fill(ctx context.Context, r request, held bool) ([]byte, error) 
 // loadAsHolder loads and stores an entry while it holds the key's lock,
 // and releases the lock. It reports again when the lock was lost before the
 // load gave anything: then another caller loads, and the fill waits for it.
-func (c *Cache) loadAsHolder(ctx context.Context, r request, lock *dlock.Lock) (value []byte, err error, again bool) {
+func (c *Cache) loadAsHolder(ctx context.Context, r request, lock *dlock.Lock) (value []byte, again bool, err error) {
 	defer c.release(ctx, r, lock)
 	// Another process may have stored the entry between our read and the
 	// lock: read it again, which also tells its gen.
 	e, err := c.read(ctx, r.keys)
 	if err != nil {
 		v, err := c.redisFailed(ctx, r, "read", err)
-		return v, err, false
+		return v, false, err
 	}
 	if e.found() {
 		v, err := e.result(r.key)
-		return v, err, false
+		return v, false, err
 	}
 	v, err := c.loadAndStore(ctx, r, lock, e.gen)
 	if err != nil && lock.Err() != nil && ctx.Err() == nil {
 		c.log.Warn("cachefill: the loader's lock was lost while it loaded; waiting for the next loader",
 			slog.String("key", r.key), slog.Any("err", lock.Err()))
-		return nil, nil, true
+		return nil, true, nil
 	}
-	return v, err, false
+	return v, false, err
 }
 
 // loadAndStore calls the load function and stores what it gives, while
