@@ -41,6 +41,7 @@ func demoCases() []demoCase {
 		{"cron on two hosts", cronOnTwoHosts},
 		{"  (released early)", cronReleasedEarly},
 		{"flash sale", flashSale},
+		{"hot cache key", hotKeyMiss},
 		{"expired holder", expiredHolder},
 		{"long job", longRenewedJob},
 		{"  (not renewed)", longUnrenewedJob},

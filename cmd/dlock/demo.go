@@ -22,6 +22,8 @@ for service instances, and checks the invariant of each:
   cron on two hosts   a nightly job fired by two hosts, one a little late, runs once
   flash sale          1200 buyers for 1000 items reserve, then pay (package stock);
                       carts abandoned come back when their hold expires: none oversold
+  hot cache key       50 requests on 5 instances miss a key whose load takes 200ms;
+                      one load runs (package cachefill), the others wait for its value
   expired holder      a holder paused past its ttl cannot release the next one's lock
   long job            a job that runs past its lock's ttl keeps the lock, renewed
   lost lock           a worker cut off from Redis is stopped before another takes over

@@ -1,0 +1,266 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/dlock-go/dlock/cachefill"
+)
+
+// StampedeConfig sets up the stampede of issue 15: Goroutines goroutines
+// spread over Processes simulated processes, each with its own go-redis
+// client and its own cache, Get a cold key at once; loading it takes Load.
+// Each of Rounds rounds uses a key of its own, after one warm-up round.
+type StampedeConfig struct {
+	Goroutines, Processes, Rounds int
+	Load                          time.Duration
+}
+
+// StampedeResult is one approach's row, over every round.
+type StampedeResult struct {
+	Approach string  `json:"approach"`
+	Rounds   int     `json:"rounds"`
+	Gets     int     `json:"gets"`
+	Loads    float64 `json:"loads_per_round"`
+	P50Ms    float64 `json:"p50_ms"` // one Get, from the start of the stampede
+	P99Ms    float64 `json:"p99_ms"`
+	MaxMs    float64 `json:"max_ms"`
+	Requests float64 `json:"requests_per_get"` // round trips the clients sent
+	Commands float64 `json:"commands_per_get"` // what Redis ran, commands inside scripts included
+	Errors   int     `json:"errors"`
+}
+
+// StampedeRow is one approach: New makes the cache of one process on its
+// client.
+type StampedeRow struct {
+	Name string
+	Note string
+	New  func(rdb *redis.Client) stampedeCache
+}
+
+// stampedeCache is one process's cache of one approach.
+type stampedeCache interface {
+	get(ctx context.Context, key string, load func(context.Context) ([]byte, error)) ([]byte, error)
+	close()
+}
+
+// StampedeRows are singleflight alone, a lock with polling waiters (as
+// rockscache's), and cachefill.
+func StampedeRows() []StampedeRow {
+	return []StampedeRow{
+		{"singleflight", "`golang.org/x/sync/singleflight` per process around `GET`, then load and `SET`: one load per process", newSingleflightCache},
+		{"lock-poll-100ms", "singleflight per process; one script reads the value or takes a `SET NX PX` lock; the process that took it loads and stores, the others run the script again every 100 ms (rockscache's default `LockSleep`)", newPollingCache},
+		{"cachefill", "`cachefill.Get` at its defaults", newCachefillCache},
+	}
+}
+
+// RunStampede runs cfg.Rounds stampedes of row on the Redis at addr.
+func RunStampede(ctx context.Context, addr string, row StampedeRow, cfg StampedeConfig) (StampedeResult, error) {
+	res := StampedeResult{Approach: row.Name, Rounds: cfg.Rounds}
+	writes := make([]*WriteCounter, cfg.Processes)
+	caches := make([]stampedeCache, cfg.Processes)
+	for i := range caches {
+		writes[i] = new(WriteCounter)
+		rdb := redis.NewClient(&redis.Options{Addr: addr, Dialer: writes[i].Dial})
+		defer rdb.Close()
+		caches[i] = row.New(rdb)
+		defer caches[i].close()
+	}
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	prefix := fmt.Sprintf("bench-stampede:%s:%d:", row.Name, time.Now().UnixNano())
+	if _, _, err := stampede(ctx, caches, prefix+"warm-up", cfg); err != nil {
+		return res, err
+	}
+	var took []time.Duration
+	var loads int
+	sent := func() (n int64) {
+		for _, w := range writes {
+			n += w.Writes()
+		}
+		return n
+	}
+	before, beforeSent := readServerStats(ctx, admin)
+	sentBefore := sent()
+	for round := range cfg.Rounds {
+		d, n, err := stampede(ctx, caches, fmt.Sprintf("%sround-%d", prefix, round), cfg)
+		if err != nil {
+			res.Errors++
+		}
+		took = append(took, d...)
+		loads += n
+	}
+	after, afterErr := readServerStats(ctx, admin)
+	if err := errors.Join(beforeSent, afterErr); err != nil {
+		return res, err
+	}
+	res.Gets = len(took)
+	res.Loads = float64(loads) / float64(cfg.Rounds)
+	res.P50Ms = ms(Percentile(took, 50))
+	res.P99Ms = ms(Percentile(took, 99))
+	res.MaxMs = ms(Percentile(took, 100))
+	res.Requests = float64(sent()-sentBefore) / float64(res.Gets)
+	res.Commands = float64(after.commands-before.commands-1) / float64(res.Gets)
+	return res, nil
+}
+
+// stampede runs one round: every goroutine Gets key at once. It returns
+// the time each Get took, and how many loads ran.
+func stampede(ctx context.Context, caches []stampedeCache, key string, cfg StampedeConfig) ([]time.Duration, int, error) {
+	var mu sync.Mutex
+	loads := 0
+	load := func(ctx context.Context) ([]byte, error) {
+		mu.Lock()
+		loads++
+		mu.Unlock()
+		t := time.NewTimer(cfg.Load)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return []byte("the value of " + key), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	took := make([]time.Duration, cfg.Goroutines)
+	errs := make([]error, cfg.Goroutines)
+	start := make(chan struct{})
+	var ready, wg sync.WaitGroup
+	for i := range cfg.Goroutines {
+		ready.Add(1)
+		wg.Go(func() {
+			ready.Done()
+			<-start
+			t0 := time.Now()
+			v, err := caches[i%len(caches)].get(ctx, key, load)
+			took[i] = time.Since(t0)
+			if err == nil && string(v) != "the value of "+key {
+				err = fmt.Errorf("got %q", v)
+			}
+			errs[i] = err
+		})
+	}
+	ready.Wait()
+	close(start)
+	wg.Wait()
+	return took, loads, errors.Join(errs...)
+}
+
+// WriteStampedeTable writes the results as a markdown table.
+func WriteStampedeTable(w io.Writer, cfg StampedeConfig, results []StampedeResult) {
+	fmt.Fprintf(w, "%d goroutines over %d processes (each a go-redis client and a cache of its own) Get one cold key "+
+		"at once; the load takes %v. %d rounds of a new key each, after a warm-up round.\n\n",
+		cfg.Goroutines, cfg.Processes, cfg.Load, cfg.Rounds)
+	fmt.Fprintf(w, "| row | loads per stampede | p50 | p99 | max | requests per Get | Redis commands per Get |\n")
+	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, r := range results {
+		fmt.Fprintf(w, "| %s | %.1f | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f |\n",
+			r.Approach, r.Loads, r.P50Ms, r.P99Ms, r.MaxMs, r.Requests, r.Commands)
+	}
+	fmt.Fprintln(w)
+	for _, row := range StampedeRows() {
+		fmt.Fprintf(w, "- %s: %s\n", row.Name, row.Note)
+	}
+}
+
+// singleflightCache dedupes within its process only.
+type singleflightCache struct {
+	rdb   *redis.Client
+	group singleflight.Group
+}
+
+func newSingleflightCache(rdb *redis.Client) stampedeCache { return &singleflightCache{rdb: rdb} }
+
+func (c *singleflightCache) get(ctx context.Context, key string, load func(context.Context) ([]byte, error)) ([]byte, error) {
+	v, err, _ := c.group.Do(key, func() (any, error) {
+		v, err := c.rdb.Get(ctx, key).Bytes()
+		if !errors.Is(err, redis.Nil) {
+			return v, err
+		}
+		if v, err = load(ctx); err != nil {
+			return nil, err
+		}
+		return v, c.rdb.Set(ctx, key, v, time.Minute).Err()
+	})
+	b, _ := v.([]byte)
+	return b, err
+}
+
+func (c *singleflightCache) close() {}
+
+// pollingCache reads the value or takes the lock in one script, as
+// rockscache does, loads if it took the lock, and otherwise polls.
+type pollingCache struct {
+	singleflightCache
+	interval time.Duration
+}
+
+func newPollingCache(rdb *redis.Client) stampedeCache {
+	return &pollingCache{singleflightCache: singleflightCache{rdb: rdb}, interval: 100 * time.Millisecond}
+}
+
+// pollScript returns {1, value} for a value, {2} when it took the lock for
+// the caller, {0} when another caller holds it.
+var pollScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v then return {1, v} end
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2} end
+return {0}`)
+
+// Codes of pollScript.
+const (
+	pollWait   = 0
+	pollValue  = 1
+	pollLocked = 2
+)
+
+func (c *pollingCache) get(ctx context.Context, key string, load func(context.Context) ([]byte, error)) ([]byte, error) {
+	v, err, _ := c.group.Do(key, func() (any, error) {
+		for {
+			r, err := pollScript.Run(ctx, c.rdb, []string{key, key + ":lock"}, "owner", 3000).Slice()
+			if err != nil {
+				return nil, err
+			}
+			switch r[0].(int64) {
+			case pollValue:
+				return []byte(r[1].(string)), nil
+			case pollLocked:
+				v, err := load(ctx)
+				if err == nil {
+					err = c.rdb.Set(ctx, key, v, time.Minute).Err()
+				}
+				c.rdb.Del(ctx, key+":lock")
+				return v, err
+			}
+			t := time.NewTimer(c.interval)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+		}
+	})
+	b, _ := v.([]byte)
+	return b, err
+}
+
+// cachefillCache is a cachefill.Cache at its defaults.
+type cachefillCache struct{ cache *cachefill.Cache }
+
+func newCachefillCache(rdb *redis.Client) stampedeCache {
+	return cachefillCache{cachefill.New(rdb)}
+}
+
+func (c cachefillCache) get(ctx context.Context, key string, load func(context.Context) ([]byte, error)) ([]byte, error) {
+	return c.cache.Get(ctx, key, time.Minute, load)
+}
+
+func (c cachefillCache) close() { c.cache.Close() }

@@ -1,0 +1,31 @@
+package bench_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock/bench"
+	"github.com/dlock-go/dlock/redistest"
+)
+
+// Every approach of the stampede runs without an error; singleflight loads
+// once per process, the others once in all.
+func TestStampedeRows(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	cfg := bench.StampedeConfig{Goroutines: 60, Processes: 3, Rounds: 2, Load: 20 * time.Millisecond}
+	for _, row := range bench.StampedeRows() {
+		r, err := bench.RunStampede(context.Background(), srv.Addr(), row, cfg)
+		if err != nil || r.Errors != 0 {
+			t.Fatalf("%s: %+v, %v", row.Name, r, err)
+		}
+		want := 1.0
+		if row.Name == "singleflight" {
+			want = float64(cfg.Processes)
+		}
+		if r.Loads != want || r.Gets != cfg.Goroutines*cfg.Rounds {
+			t.Errorf("%s: %+v, want %v loads per stampede", row.Name, r, want)
+		}
+	}
+}

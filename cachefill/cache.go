@@ -1,0 +1,161 @@
+package cachefill
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock"
+)
+
+// Cache keeps entries in Redis and fills a missing one with one load
+// across all the processes that share the Redis. It is safe for concurrent
+// use; make one per process and share it, since loads are shared within
+// a Cache too.
+type Cache struct {
+	rdb    redis.UniversalClient
+	locker *dlock.Client // of the loaders' locks; the Cache's own
+	opts   options
+	log    *slog.Logger
+	err    error // a bad argument to New: every call returns it
+
+	flights *group
+
+	life       context.Context // ends when Close is called
+	lifeEnd    context.CancelFunc
+	mu         sync.Mutex
+	closed     bool
+	wg         sync.WaitGroup  // every goroutine of the Cache
+	refreshing map[string]bool // keys refreshed in the background now
+
+	// What Gets did, for tests.
+	hits, misses, waits, loads, refreshes, fallbacks atomic.Int64
+}
+
+// New returns a Cache on rdb, a go-redis client of any kind: a
+// *redis.Client, a Sentinel failover client, or a *redis.ClusterClient
+// (an entry's keys share a slot). New does not talk to Redis. A nil rdb or
+// an invalid option is no panic: every call of the Cache returns the error
+// (ErrNilClient, ErrInvalidOption).
+//
+// The Cache makes a dlock.Client on rdb for the loaders' locks, which
+// Close closes; rdb itself stays open.
+func New(rdb redis.UniversalClient, opts ...Option) *Cache {
+	o := defaultOptions()
+	var errs []error
+	if rdb == nil {
+		errs = append(errs, ErrNilClient)
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			errs = append(errs, fmt.Errorf("%w: nil Option", ErrInvalidOption))
+		} else if err := opt(&o); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c := &Cache{rdb: rdb, opts: o, log: o.logger, err: errors.Join(errs...), refreshing: make(map[string]bool)}
+	c.life, c.lifeEnd = context.WithCancel(context.Background())
+	c.flights = newGroup(c.life, c.spawn)
+	if c.err == nil {
+		c.locker = dlock.New(rdb, dlock.WithLogger(o.logger))
+	}
+	return c
+}
+
+// Close ends what the Cache still does: loads, background refreshes, calls
+// to Redis that did not answer in time. It cancels their contexts and
+// waits for them, so a load function must return when its context ends.
+// The locks of its loads are released at once, so that a Cache elsewhere
+// loads instead. Gets that wait return an error, and later calls
+// ErrClosed. Close does not close the Redis client.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.lifeEnd()
+	c.wg.Wait()
+	if c.locker != nil {
+		return c.locker.Close()
+	}
+	return nil
+}
+
+// spawn runs work in a goroutine that Close waits for, unless the Cache is
+// closed; it reports whether it did.
+func (c *Cache) spawn(work func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Go(work)
+	return true
+}
+
+// Get returns the value cached for key, or fills the cache with what load
+// returns, stored for ttl (less a random jitter, see WithJitter).
+//
+// A hit costs one round trip to Redis and takes no lock. On a miss, one
+// caller across all the processes sharing the Redis calls load (within a
+// process, concurrent Gets of a key share one fetch), and the others wait
+// until its value is stored, woken by the release of its lock, or until
+// their ctx ends. The loader's lock is renewed while load runs; if it is
+// lost (its process hangs or dies), or load fails, another caller loads.
+// The value Get returns is the caller's own copy.
+//
+// load gets a context that ends when the load timeout passes
+// (WithLoadTimeout), when every Get waiting for it has given up, when the
+// loader's lock is lost, or when the Cache closes. Its error reaches the
+// Gets of its process and is not cached, except ErrNotFound, which is
+// remembered for the not-found ttl (WithNotFoundTTL): until then Get
+// returns an error wrapping ErrNotFound without calling load.
+//
+// An entry near its expiry, or marked by Invalidate, is loaded again in
+// the background by one caller (WithEarlyRefresh), while Get keeps
+// returning the entry as it is.
+//
+// When Redis fails, Get calls load directly and logs it, unless
+// WithFallback(false) makes it return the error. ttl must be at least a
+// millisecond; the ttl and load of concurrent Gets of one key in a process
+// are those of the first.
+func (c *Cache) Get(ctx context.Context, key string, ttl time.Duration, load func(ctx context.Context) ([]byte, error)) ([]byte, error) {
+	if err := c.check(key); err != nil {
+		return nil, err
+	}
+	if ttl < time.Millisecond {
+		return nil, fmt.Errorf("%w: %v for %q, want at least 1ms", ErrInvalidTTL, ttl, key)
+	}
+	if load == nil {
+		return nil, fmt.Errorf("%w: for %q", ErrNilLoad, key)
+	}
+	r := request{key: key, keys: keysOf(c.opts.prefix, key), ttl: ttl, load: load}
+	v, err := c.flights.do(ctx, key, func(ctx context.Context) ([]byte, error) { return c.fetch(ctx, r) })
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(v), nil
+}
+
+// check returns the error of a call with a bad key, or on a Cache that
+// cannot work.
+func (c *Cache) check(key string) error {
+	if c.err != nil {
+		return c.err
+	}
+	if key == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidKey)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+// Package cachefill keeps values in Redis and fills a missing one with a
+// single load across every process that shares the Redis, so a hot key
+// that expires does not send a stampede to the database.
+//
+//	cache := cachefill.New(rdb) // any go-redis client; one per process
+//	defer cache.Close()
+//
+//	v, err := cache.Get(ctx, "user:42", time.Minute, func(ctx context.Context) ([]byte, error) {
+//		return db.LoadUser(ctx, 42) // return cachefill.ErrNotFound for a missing row
+//	})
+//
+// [Typed] does the same for values of a Go type, encoded as JSON or by a
+// Codec of your own. [Cache.Invalidate] tells the cache that the source
+// changed.
+//
+// # Guarantees
+//
+//   - A hit is one round trip (one script) and takes no lock.
+//   - On a miss, one caller loads: within a process, concurrent Gets of a
+//     key share one fetch; across processes, the loader holds a lock (a
+//     dlock lock, renewed while it loads) and the others wait for its
+//     release, which wakes them through Redis Pub/Sub (they do not poll),
+//     then read the value it stored. Each waiting process sends a handful
+//     of commands, however long the load takes.
+//   - A loader stores its value only while it still holds its lock, in one
+//     script, so a loader that lost its lock (paused, cut off) never
+//     overwrites a newer value.
+//   - A load that fails, panics, times out (WithLoadTimeout) or whose lock
+//     is lost stores nothing; its error goes to the Gets of its process,
+//     and the waiters elsewhere elect the next loader among themselves. A
+//     loader whose process dies holds up the others for the lock's ttl at
+//     most (WithLockTTL).
+//   - ErrNotFound from a load is remembered for a short ttl
+//     (WithNotFoundTTL), so missing rows do not reach the source on every
+//     request (cache penetration).
+//   - Stored ttls lose a random share (WithJitter), so entries filled
+//     together do not expire together (cache avalanche).
+//   - A hot entry is loaded again in the background before it expires
+//     (probabilistic early expiration, XFetch: Vattani, Chierichetti,
+//     Lowenstein, VLDB 2015; WithEarlyRefresh), by one caller across
+//     processes, while Gets keep getting the cached value: a hot key does
+//     not miss.
+//   - Invalidate marks an entry instead of deleting it: readers get the
+//     entry as it is while one of them loads it anew. A load that read the
+//     source before the change stores its value marked, to be loaded again.
+//   - Every call returns when its context ends, even if Redis hangs;
+//     each call to Redis before waiting is bounded by WithRedisTimeout.
+//
+// # Keys and Redis Cluster
+//
+// The entry of "user:42" is a hash at "cachefill{user:42}:value" and its
+// loader's lock is "cachefill{user:42}:lock"; they share a Cluster slot.
+// WithPrefix changes "cachefill".
+//
+// # Failure modes
+//
+//   - Redis down, paused or failing: Get calls load directly, once per
+//     process and key at a time, and logs a warning, since the cache is an
+//     optimisation; with WithFallback(false) it returns the error instead.
+//     The database then gets one load per process, not one per request.
+//   - A load function that ignores its context keeps running after Get
+//     gave up on it, and Close waits for it.
+//   - Concurrent Gets of one key in a process share the first one's ttl
+//     and load function.
+//   - A Redis that evicts or loses keys loses entries: that costs a load,
+//     never a wrong value. An eviction of a loader's lock (a volatile-* or
+//     allkeys-* policy) can let a second loader run.
+//   - Values are returned as stored: a value that an old version of your
+//     code stored in another shape reaches Typed's codec as it is.
+package cachefill

@@ -1,0 +1,150 @@
+package cachefill
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// entry is what read found for a cache key.
+type entry struct {
+	code   int64 // readMiss, readValue or readNotFound
+	value  []byte
+	delta  time.Duration // how long the load that stored it took
+	filler string        // the lock token of that loader
+	gen    string        // how many times the entry was invalidated, as Redis keeps it
+	stale  bool          // invalidated after its loader read gen: to be loaded again
+	ttl    time.Duration // left before it expires; negative without expiry
+	held   bool          // a miss whose loader's lock is held: someone is loading it
+}
+
+// found reports whether the entry answers a Get: a value, or not found.
+func (e entry) found() bool { return e.code != readMiss }
+
+// result is what Get returns for a found entry.
+func (e entry) result(key string) ([]byte, error) {
+	if e.code == readNotFound {
+		return nil, notFound(key)
+	}
+	return e.value, nil
+}
+
+func notFound(key string) error {
+	return fmt.Errorf("%w: %q", ErrNotFound, key)
+}
+
+// read reads the entry of k in one round trip.
+func (c *Cache) read(ctx context.Context, k keys) (entry, error) {
+	v, err := bounded(c, ctx, func(ctx context.Context) ([]any, error) {
+		return readScript.Run(ctx, c.rdb, []string{k.entry, k.lock}).Slice()
+	})
+	if err != nil {
+		return entry{}, err
+	}
+	return parseEntry(v)
+}
+
+// parseEntry decodes the reply of read.lua.
+func parseEntry(v []any) (entry, error) {
+	bad := fmt.Errorf("unexpected reply %v", v)
+	if len(v) == 0 {
+		return entry{}, bad
+	}
+	code, _ := v[0].(int64)
+	switch code {
+	case readMiss:
+		if len(v) != 3 {
+			return entry{}, bad
+		}
+		gen, _ := v[1].(string)
+		held, _ := v[2].(int64)
+		return entry{code: readMiss, gen: gen, held: held == 1}, nil
+	case readWrongType:
+		return entry{}, ErrWrongType
+	case readValue, readNotFound:
+	default:
+		return entry{}, bad
+	}
+	if len(v) != 7 {
+		return entry{}, bad
+	}
+	value, _ := v[1].(string)
+	delta, _ := v[2].(string)
+	filler, _ := v[3].(string)
+	gen, _ := v[4].(string)
+	stale, _ := v[5].(string)
+	pttl, _ := v[6].(int64)
+	ms, err := strconv.ParseInt(delta, 10, 64)
+	if err != nil {
+		return entry{}, bad
+	}
+	return entry{
+		code:   code,
+		value:  []byte(value),
+		delta:  time.Duration(ms) * time.Millisecond,
+		filler: filler,
+		gen:    gen,
+		stale:  stale == "1",
+		ttl:    time.Duration(pttl) * time.Millisecond,
+	}, nil
+}
+
+// stored is what a loader stores: a value, or that the source has none.
+type stored struct {
+	value    []byte
+	notFound bool
+	ttl      time.Duration // jittered
+	took     time.Duration // how long the load took
+	gen      string        // the entry's gen as read before the load
+}
+
+// store stores s as the entry of k if token still holds k's lock, in one
+// round trip, and returns the code of store.lua.
+func (c *Cache) store(ctx context.Context, k keys, token string, s stored) (int64, error) {
+	nf := "0"
+	if s.notFound {
+		nf = "1"
+	}
+	took := max(s.took.Milliseconds(), 1) // 0 would never refresh early
+	code, err := bounded(c, ctx, func(ctx context.Context) (int64, error) {
+		return storeScript.Run(ctx, c.rdb, []string{k.entry, k.lock},
+			token, s.value, nf, s.ttl.Milliseconds(), took, s.gen).Int64()
+	})
+	if err == nil && code == storeWrongType {
+		err = ErrWrongType
+	}
+	return code, err
+}
+
+// bounded runs fn, a call to Redis, with a deadline of the Redis timeout,
+// and returns by then, or when ctx ends, even if Redis does not answer
+// (go-redis itself may wait for its ReadTimeout): fn then goes on in a
+// goroutine that Close waits for.
+func bounded[T any](c *Cache, ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	ctx, cancel := context.WithTimeout(ctx, c.opts.redisTimeout)
+	defer cancel()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	if !c.spawn(func() {
+		v, err := fn(ctx)
+		done <- result{v, err}
+	}) {
+		return zero, ErrClosed
+	}
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-done: // it answered just now: take it
+			return r.v, r.err
+		default:
+		}
+		return zero, fmt.Errorf("no answer from Redis: %w", context.Cause(ctx))
+	}
+}

@@ -1,0 +1,86 @@
+package cachefill
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// group runs one fetch per key at a time in a process and hands its result
+// to every Get that asked for the key meanwhile (singleflight). Unlike
+// golang.org/x/sync/singleflight, each caller waits only as long as its own
+// context lets it, and a fetch whose callers all gave up is cancelled.
+type group struct {
+	life  context.Context        // ends when the Cache closes: every fetch is cancelled
+	spawn func(work func()) bool // runs work in a goroutine its owner waits for; false once closed
+
+	mu      sync.Mutex
+	flights map[string]*flight
+}
+
+// flight is one fetch and the callers waiting for it.
+type flight struct {
+	ctx     context.Context // of the fetch: ends when its callers all left, or the Cache closes
+	cancel  context.CancelFunc
+	callers int // under group.mu
+
+	done  chan struct{} // closed when value and err are set
+	value []byte
+	err   error
+}
+
+func newGroup(life context.Context, spawn func(func()) bool) *group {
+	return &group{life: life, spawn: spawn, flights: make(map[string]*flight)}
+}
+
+// do returns the result of the fetch of key that is running, or of fetch,
+// started now with a context that has ctx's values: whichever comes first,
+// it or the end of ctx, which returns an error wrapping ctx's cause. It returns ErrClosed
+// once the group's owner is closed.
+func (g *group) do(ctx context.Context, key string, fetch func(ctx context.Context) ([]byte, error)) ([]byte, error) {
+	g.mu.Lock()
+	f := g.flights[key]
+	if f == nil {
+		f = &flight{done: make(chan struct{})}
+		f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
+		stop := context.AfterFunc(g.life, f.cancel)
+		if !g.spawn(func() {
+			f.value, f.err = fetch(f.ctx)
+			g.mu.Lock()
+			if g.flights[key] == f {
+				delete(g.flights, key)
+			}
+			g.mu.Unlock()
+			close(f.done)
+			stop()
+			f.cancel()
+		}) {
+			g.mu.Unlock()
+			stop()
+			f.cancel()
+			return nil, ErrClosed
+		}
+		g.flights[key] = f
+	}
+	f.callers++
+	g.mu.Unlock()
+
+	select {
+	case <-f.done:
+		return f.value, f.err
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-f.done: // it ended just now: take it
+		return f.value, f.err
+	default:
+	}
+	if f.callers--; f.callers == 0 && g.flights[key] == f {
+		// Nobody waits for it: stop it, and let the next Get start anew.
+		delete(g.flights, key)
+		f.cancel()
+	}
+	return nil, fmt.Errorf("cachefill: get %q: %w", key, context.Cause(ctx))
+}

@@ -1,0 +1,179 @@
+package cachefill
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// testGroup returns a group whose goroutines the returned WaitGroup counts.
+func testGroup(life context.Context) (*group, *sync.WaitGroup) {
+	var wg sync.WaitGroup
+	return newGroup(life, func(work func()) bool { wg.Go(work); return true }), &wg
+}
+
+// Concurrent calls for a key share one fetch; a caller whose context ends
+// leaves it without stopping it for the others.
+func TestGroupSharesOneFetch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, wg := testGroup(t.Context())
+		var fetches atomic.Int32
+		fetch := func(ctx context.Context) ([]byte, error) {
+			fetches.Add(1)
+			select {
+			case <-time.After(time.Second):
+				return []byte("v"), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		impatient, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		var callers sync.WaitGroup
+		for i := range 5 {
+			callers.Go(func() {
+				ctx := context.Background()
+				if i == 0 {
+					ctx = impatient
+				}
+				v, err := g.do(ctx, "k", fetch)
+				switch {
+				case i == 0 && !errors.Is(err, context.DeadlineExceeded):
+					t.Errorf("impatient caller: %q, %v; want its deadline", v, err)
+				case i > 0 && (err != nil || string(v) != "v"):
+					t.Errorf("caller %d: %q, %v", i, v, err)
+				}
+			})
+		}
+		callers.Wait()
+		wg.Wait()
+		if n := fetches.Load(); n != 1 {
+			t.Errorf("%d fetches for 5 concurrent callers, want 1", n)
+		}
+	})
+}
+
+// A fetch whose callers all gave up is cancelled, and the next call starts
+// a new one.
+func TestGroupCancelsAbandonedFetch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, wg := testGroup(t.Context())
+		cancelled := make(chan struct{})
+		fetch := func(ctx context.Context) ([]byte, error) {
+			<-ctx.Done()
+			close(cancelled)
+			return nil, ctx.Err()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := g.do(ctx, "k", fetch); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("do = %v, want the deadline", err)
+		}
+		<-cancelled
+		v, err := g.do(context.Background(), "k", func(context.Context) ([]byte, error) { return []byte("new"), nil })
+		if err != nil || string(v) != "new" {
+			t.Errorf("do after an abandoned fetch = %q, %v; want a fetch of its own", v, err)
+		}
+		wg.Wait()
+	})
+}
+
+// The end of the group's life cancels its fetches; a group whose owner is
+// closed starts none.
+func TestGroupLife(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		life, end := context.WithCancel(context.Background())
+		g, wg := testGroup(life)
+		done := make(chan error, 1)
+		go func() {
+			_, err := g.do(context.Background(), "k", func(ctx context.Context) ([]byte, error) {
+				<-ctx.Done()
+				return nil, ErrClosed
+			})
+			done <- err
+		}()
+		synctest.Wait()
+		end()
+		if err := <-done; !errors.Is(err, ErrClosed) {
+			t.Errorf("do when the life ends = %v, want the fetch's ErrClosed", err)
+		}
+		wg.Wait()
+		closed := newGroup(context.Background(), func(func()) bool { return false })
+		if _, err := closed.do(context.Background(), "k", nil); !errors.Is(err, ErrClosed) {
+			t.Errorf("do on a closed group = %v, want ErrClosed", err)
+		}
+	})
+}
+
+// parseEntry takes every reply shape of read.lua, and refuses others.
+func TestParseEntry(t *testing.T) {
+	tests := []struct {
+		reply []any
+		want  entry
+		err   bool
+	}{
+		{[]any{int64(0), "0", int64(0)}, entry{code: readMiss, gen: "0"}, false},
+		{[]any{int64(0), "3", int64(1)}, entry{code: readMiss, gen: "3", held: true}, false},
+		{[]any{int64(0)}, entry{}, true},
+		{[]any{int64(1), "v", "12", "tok", "2", "1", int64(500)},
+			entry{code: readValue, value: []byte("v"), delta: 12 * time.Millisecond, filler: "tok", gen: "2", stale: true, ttl: 500 * time.Millisecond}, false},
+		{[]any{int64(2), "", "1", "tok", "0", "0", int64(-1)},
+			entry{code: readNotFound, value: []byte{}, delta: time.Millisecond, filler: "tok", gen: "0", ttl: -time.Millisecond}, false},
+		{[]any{int64(3)}, entry{}, true},
+		{[]any{}, entry{}, true},
+		{[]any{int64(9)}, entry{}, true},
+		{[]any{int64(1), "v"}, entry{}, true},
+		{[]any{int64(1), "v", "x", "tok", "2", "1", int64(500)}, entry{}, true},
+	}
+	for _, tt := range tests {
+		got, err := parseEntry(tt.reply)
+		if (err != nil) != tt.err {
+			t.Errorf("parseEntry(%v) error %v, want error: %v", tt.reply, err, tt.err)
+			continue
+		}
+		if !tt.err && (got.code != tt.want.code || string(got.value) != string(tt.want.value) || got.delta != tt.want.delta ||
+			got.filler != tt.want.filler || got.gen != tt.want.gen || got.stale != tt.want.stale || got.ttl != tt.want.ttl ||
+			got.held != tt.want.held) {
+			t.Errorf("parseEntry(%v) = %+v, want %+v", tt.reply, got, tt.want)
+		}
+	}
+}
+
+// The two keys of an entry share their hash tag, and no two cache keys
+// share a Redis key.
+func TestKeysOf(t *testing.T) {
+	keys := []string{"user:42", "}", "}x", "x}", "{a}b", "a{b}c", "a:lock", "a}:lock", "}:value", "x", "\x00"}
+	seen := make(map[string]string)
+	for _, key := range keys {
+		k := keysOf("p", key)
+		if tag(k.entry) != tag(k.lock) || tag(k.entry) == "" {
+			t.Errorf("keys of %q: %q and %q, tags %q and %q", key, k.entry, k.lock, tag(k.entry), tag(k.lock))
+		}
+		for _, rk := range []string{k.entry, k.lock} {
+			if other, ok := seen[rk]; ok {
+				t.Errorf("%q and %q both use %q", key, other, rk)
+			}
+			seen[rk] = key
+		}
+	}
+}
+
+// tag returns the part of key that Redis Cluster hashes, "" when it hashes
+// all of it.
+func tag(key string) string {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '{' {
+			for j := i + 1; j < len(key); j++ {
+				if key[j] == '}' {
+					return key[i+1 : j]
+				}
+			}
+			return ""
+		}
+	}
+	return ""
+}

@@ -1,0 +1,150 @@
+package cachefill_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock/cachefill"
+)
+
+// Bad input is an error before anything reaches Redis, never a panic.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	cache := newCache(t, shared(t))
+	ctx := timeout(t, 10*time.Second)
+	load := (&source{value: "v"}).load
+	key := testKey(t)
+	tests := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"empty key", get(ctx, cache, "", time.Minute, load), cachefill.ErrInvalidKey},
+		{"zero ttl", get(ctx, cache, key, 0, load), cachefill.ErrInvalidTTL},
+		{"ttl under 1ms", get(ctx, cache, key, time.Microsecond, load), cachefill.ErrInvalidTTL},
+		{"nil load", get(ctx, cache, key, time.Minute, nil), cachefill.ErrNilLoad},
+		{"invalidate empty key", cache.Invalidate(ctx, ""), cachefill.ErrInvalidKey},
+		{"nil client", get(ctx, cachefill.New(nil), key, time.Minute, load), cachefill.ErrNilClient},
+		{"typed without cache", typedGet(ctx, cachefill.Typed[int]{}, key), cachefill.ErrNilClient},
+		{"ended context", get(canceled(), cache, key, time.Minute, load), context.Canceled},
+	}
+	badOptions := []cachefill.Option{
+		nil,
+		cachefill.WithPrefix("a{b"),
+		cachefill.WithLockTTL(0),
+		cachefill.WithLoadTimeout(-time.Second),
+		cachefill.WithNotFoundTTL(-1),
+		cachefill.WithNotFoundTTL(time.Microsecond),
+		cachefill.WithJitter(1),
+		cachefill.WithJitter(-0.1),
+		cachefill.WithEarlyRefresh(-1),
+		cachefill.WithRedisTimeout(0),
+		cachefill.WithLogger(nil),
+	}
+	for i, opt := range badOptions {
+		c := cachefill.New(shared(t), opt)
+		tests = append(tests, struct {
+			name string
+			err  error
+			want error
+		}{"bad option " + string(rune('a'+i)), get(ctx, c, key, time.Minute, load), cachefill.ErrInvalidOption})
+		if err := c.Close(); err != nil {
+			t.Errorf("Close of a Cache with a bad option = %v", err)
+		}
+	}
+	for _, tt := range tests {
+		if !errors.Is(tt.err, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, tt.err, tt.want)
+		}
+	}
+}
+
+func get(ctx context.Context, c *cachefill.Cache, key string, ttl time.Duration, load func(context.Context) ([]byte, error)) error {
+	_, err := c.Get(ctx, key, ttl, load)
+	return err
+}
+
+func typedGet(ctx context.Context, c cachefill.Typed[int], key string) error {
+	_, err := c.Get(ctx, key, time.Minute, func(context.Context) (int, error) { return 1, nil })
+	return err
+}
+
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// Keys of every shape, binary and long ones too, fill entries of their
+// own.
+func TestOddKeys(t *testing.T) {
+	t.Parallel()
+	cache := newCache(t, shared(t))
+	ctx := timeout(t, 10*time.Second)
+	base := testKey(t)
+	keys := []string{"}", "}x", "{", "{}", "a}b", "a{b}c", "\x00\xff", string(make([]byte, 10000))}
+	for i, k := range keys {
+		k = k + base
+		want := string(rune('A' + i))
+		v, err := cache.Get(ctx, k, time.Minute, func(context.Context) ([]byte, error) { return []byte(want), nil })
+		if err != nil || string(v) != want {
+			t.Errorf("Get of key %d = %q, %v; want %q", i, v, err, want)
+		}
+	}
+	for i, k := range keys {
+		k = k + base
+		v, err := cache.Get(ctx, k, time.Minute, func(context.Context) ([]byte, error) { return nil, errors.New("loaded again") })
+		if want := string(rune('A' + i)); err != nil || string(v) != want {
+			t.Errorf("second Get of key %d = %q, %v; want %q", i, v, err, want)
+		}
+	}
+}
+
+// An entry key that holds another type is ErrWrongType, and no load.
+func TestWrongType(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	cache := newCache(t, rdb)
+	key := testKey(t)
+	ctx := timeout(t, 10*time.Second)
+	if err := rdb.Set(ctx, cachefill.EntryKey(cache, key), "a string", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	loaded := false
+	_, err := cache.Get(ctx, key, time.Minute, func(context.Context) ([]byte, error) { loaded = true; return nil, nil })
+	if !errors.Is(err, cachefill.ErrWrongType) || loaded {
+		t.Errorf("Get of a key of another type = %v (loaded: %v), want ErrWrongType without a load", err, loaded)
+	}
+	if err := cache.Invalidate(ctx, key); !errors.Is(err, cachefill.ErrWrongType) {
+		t.Errorf("Invalidate of a key of another type = %v, want ErrWrongType", err)
+	}
+}
+
+// Gets that wait when the Cache closes, and calls after, get ErrClosed;
+// Close twice is fine.
+func TestClosed(t *testing.T) {
+	t.Parallel()
+	cache := cachefill.New(shared(t))
+	key := testKey(t)
+	g := newGate("v", nil)
+	done := make(chan error, 1)
+	go func() { done <- get(timeout(t, 10*time.Second), cache, key, time.Minute, g.load) }()
+	eventually(t, 10*time.Second, "the load", func() bool { return g.entered.Load() == 1 })
+	if err := cache.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Errorf("a Get whose Cache closed mid-load returned no error")
+	}
+	if err := get(context.Background(), cache, key, time.Minute, g.load); !errors.Is(err, cachefill.ErrClosed) {
+		t.Errorf("Get after Close = %v, want ErrClosed", err)
+	}
+	if err := cache.Invalidate(context.Background(), key); !errors.Is(err, cachefill.ErrClosed) {
+		t.Errorf("Invalidate after Close = %v, want ErrClosed", err)
+	}
+	if err := cache.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+}

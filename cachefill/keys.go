@@ -1,0 +1,37 @@
+package cachefill
+
+// keys are the two Redis keys of one cache entry: the entry itself (a hash)
+// and the lock its loader holds. A script that stores the entry checks the
+// lock, so both must hash to one Cluster slot.
+type keys struct {
+	entry string
+	lock  string
+}
+
+// The suffixes of the two keys. Neither ends the other, so the entry key of
+// one cache key is never the lock key of another.
+const (
+	entrySuffix = ":value"
+	lockSuffix  = ":lock"
+)
+
+// keysOf returns the keys of the entry for key. Both start with one hash
+// tag, so they share a slot:
+//
+//	cachefill{user:42}:value     the whole key is the tag
+//	cachefill#{x}}odd:value      a key that starts with '}' would make an
+//	                             empty tag, which Redis ignores: a fixed
+//	                             one instead, and the key after it
+//
+// The '#' tells the two shapes apart (a prefix has no braces), so no two
+// keys share an entry. A tag ends at the key's first '}', so "a}b" and "a}c"
+// share a slot, which is all the scripts need.
+func keysOf(prefix, key string) keys {
+	var base string
+	if key[0] == '}' {
+		base = prefix + "#{x}" + key
+	} else {
+		base = prefix + "{" + key + "}"
+	}
+	return keys{entry: base + entrySuffix, lock: base + lockSuffix}
+}

@@ -1,0 +1,194 @@
+package cachefill_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/cachefill"
+)
+
+// getAsync runs cache.Get in a goroutine of the test and returns its
+// result's channel.
+func getAsync(t *testing.T, wg *sync.WaitGroup, cache *cachefill.Cache, key string, load func(context.Context) ([]byte, error)) <-chan result {
+	t.Helper()
+	out := make(chan result, 1)
+	ctx := timeout(t, 20*time.Second)
+	wg.Go(func() {
+		v, err := cache.Get(ctx, key, time.Minute, load)
+		out <- result{string(v), err}
+	})
+	return out
+}
+
+type result struct {
+	value string
+	err   error
+}
+
+// waitsFor returns when cache waits for another loader.
+func waitsFor(t *testing.T, cache *cachefill.Cache) {
+	t.Helper()
+	eventually(t, 10*time.Second, "a Cache waiting for a loader", func() bool {
+		return cachefill.CountsOf(cache).Waits > 0
+	})
+}
+
+// A loader whose process died holds the lock until its ttl runs out: then
+// a waiter loads.
+func TestDeadLoaderIsReplacedAfterItsTTL(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	key := testKey(t)
+	cache := newCache(t, rdb)
+	// The dead loader: a lock taken on the key, never released.
+	locker := dlock.New(rdb)
+	defer locker.Close()
+	if _, err := locker.TryObtain(context.Background(), cachefill.LockKey(cache, key), 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	src := &source{value: "fresh"}
+	v, err := cache.Get(timeout(t, 10*time.Second), key, time.Minute, src.load)
+	if err != nil || string(v) != "fresh" {
+		t.Fatalf("Get after a dead loader = %q, %v", v, err)
+	}
+	if c := cachefill.CountsOf(cache); c.Waits == 0 || src.loads.Load() != 1 {
+		t.Errorf("counts %+v, loads %d: want a wait, then one load", c, src.loads.Load())
+	}
+}
+
+// A loader that loses its lock while it loads (here deleted, as an expiry
+// would) stops waiting for its load: another Cache loads and stores, and
+// the first one's Gets get that value; its own late value is not stored.
+func TestLostLoaderLockLetsAnotherLoad(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	key := testKey(t)
+	opts := []cachefill.Option{cachefill.WithLockTTL(300 * time.Millisecond)}
+	first, second := newCache(t, rdb, opts...), newCache(t, shared(t), opts...)
+	slow := newGate("old", nil)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(slow.open)
+	got1 := getAsync(t, &wg, first, key, slow.stubborn)
+	eventually(t, 10*time.Second, "the first load", func() bool { return slow.entered.Load() == 1 })
+	got2 := getAsync(t, &wg, second, key, (&source{value: "new"}).load)
+	waitsFor(t, second)
+
+	locker := dlock.New(rdb)
+	defer locker.Close()
+	if ok, err := locker.ForceRelease(context.Background(), cachefill.LockKey(first, key)); !ok || err != nil {
+		t.Fatalf("ForceRelease = %v, %v", ok, err)
+	}
+	for i, got := range []<-chan result{got2, got1} {
+		if r := <-got; r.err != nil || r.value != "new" {
+			t.Errorf("Get %d = %q, %v; want the second loader's value", i, r.value, r.err)
+		}
+	}
+	if c := cachefill.CountsOf(first); c.Loads != 1 {
+		t.Errorf("first Cache %+v: want one load, given up", c)
+	}
+	if c := cachefill.CountsOf(second); c.Loads != 1 {
+		t.Errorf("second Cache %+v: want one load", c)
+	}
+}
+
+// A load that ignores its context past the load timeout is given up: its
+// Gets get the timeout, and a waiter elsewhere loads.
+func TestHungLoadTimesOut(t *testing.T) {
+	t.Parallel()
+	key := testKey(t)
+	hung := newGate("late", nil)
+	first := newCache(t, shared(t), cachefill.WithLoadTimeout(200*time.Millisecond))
+	second := newCache(t, shared(t))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(hung.open)
+	got1 := getAsync(t, &wg, first, key, hung.stubborn)
+	eventually(t, 10*time.Second, "the hung load", func() bool { return hung.entered.Load() == 1 })
+	got2 := getAsync(t, &wg, second, key, (&source{value: "v"}).load)
+	if r := <-got1; r.err == nil || !errors.Is(r.err, context.DeadlineExceeded) {
+		t.Errorf("Get of a hung load = %q, %v; want a deadline error", r.value, r.err)
+	}
+	if r := <-got2; r.err != nil || r.value != "v" {
+		t.Errorf("Get after a hung loader = %q, %v", r.value, r.err)
+	}
+}
+
+// A Cache closed while it loads cancels the load and releases its lock, so
+// a waiter elsewhere loads at once.
+func TestCacheClosedMidLoad(t *testing.T) {
+	t.Parallel()
+	key := testKey(t)
+	first := cachefill.New(shared(t), cachefill.WithLockTTL(time.Hour))
+	second := newCache(t, shared(t))
+	g := newGate("never", nil)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	got1 := getAsync(t, &wg, first, key, g.load)
+	eventually(t, 10*time.Second, "the first load", func() bool { return g.entered.Load() == 1 })
+	got2 := getAsync(t, &wg, second, key, (&source{value: "v"}).load)
+	waitsFor(t, second)
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got1; !errors.Is(r.err, cachefill.ErrClosed) && !errors.Is(r.err, context.Canceled) {
+		t.Errorf("Get on a Cache closed mid-load = %q, %v; want ErrClosed or Canceled", r.value, r.err)
+	}
+	if r := <-got2; r.err != nil || r.value != "v" {
+		t.Errorf("Get after the loader closed = %q, %v", r.value, r.err)
+	}
+}
+
+// A load error reaches the Gets of the loader's process and is not
+// cached: a waiter elsewhere loads next, and so does a later Get.
+func TestLoadErrorIsNotCached(t *testing.T) {
+	t.Parallel()
+	key := testKey(t)
+	first, second := newCache(t, shared(t)), newCache(t, shared(t))
+	boom := errors.New("database on fire")
+	failing := newGate("", boom)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	got1 := getAsync(t, &wg, first, key, failing.load)
+	eventually(t, 10*time.Second, "the failing load", func() bool { return failing.entered.Load() == 1 })
+	got1b := getAsync(t, &wg, first, key, failing.load) // shares the first one's load
+	src := &source{value: "v"}
+	got2 := getAsync(t, &wg, second, key, src.load)
+	waitsFor(t, second)
+	close(failing.open)
+	for _, got := range []<-chan result{got1, got1b} {
+		if r := <-got; !errors.Is(r.err, boom) {
+			t.Errorf("Get of the failed load = %q, %v; want its error", r.value, r.err)
+		}
+	}
+	if r := <-got2; r.err != nil || r.value != "v" {
+		t.Errorf("waiter after a failed load = %q, %v; want its own load's value", r.value, r.err)
+	}
+	if n := failing.entered.Load(); n != 1 {
+		t.Errorf("the failing load ran %d times, want once", n)
+	}
+	// Nothing of the error was stored: the next Get of another value loads.
+	shared(t).Del(context.Background(), cachefill.EntryKey(first, key))
+	if _, err := first.Get(timeout(t, 10*time.Second), key, time.Minute, src.load); err != nil {
+		t.Fatal(err)
+	}
+	if n := src.loads.Load(); n != 2 {
+		t.Errorf("loads after the error %d, want 2", n)
+	}
+}
+
+// A load that panics is an error for its Gets, not a crash.
+func TestLoadPanicIsAnError(t *testing.T) {
+	t.Parallel()
+	cache := newCache(t, shared(t))
+	_, err := cache.Get(timeout(t, 10*time.Second), testKey(t), time.Minute, func(context.Context) ([]byte, error) {
+		panic("oops")
+	})
+	if err == nil {
+		t.Fatal("Get of a panicking load returned no error")
+	}
+}

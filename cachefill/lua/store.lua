@@ -1,0 +1,41 @@
+-- store: the entry of a cache key, if the loader still holds its lock.
+--
+-- KEYS[1]: the entry (see read.lua)
+-- KEYS[2]: the loader's lock: a string, the holder's token
+-- ARGV[1]: the loader's token
+-- ARGV[2]: the value ("" when ARGV[3] is "1")
+-- ARGV[3]: "1" to store not found, "0" to store the value
+-- ARGV[4]: ttl, ms
+-- ARGV[5]: how long the load took, ms
+-- ARGV[6]: the entry's g as the loader read it before it loaded
+--
+-- Returns:
+--   0 the lock is not the loader's (it expired, or was taken over):
+--     nothing stored, so a late loader never overwrites a newer value
+--   1 stored
+--   2 stored, and marked stale: an Invalidate came after the loader read
+--     g, so its value may predate the change and is to be loaded again
+--   3 the entry's key holds another type: nothing stored
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  return 0
+end
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'none' and kind ~= 'hash' then
+  return 3
+end
+local g = redis.call('HGET', KEYS[1], 'g') or '0'
+local stale = '0'
+if g ~= ARGV[6] then
+  stale = '1'
+end
+redis.call('DEL', KEYS[1])
+if ARGV[3] == '1' then
+  redis.call('HSET', KEYS[1], 'nf', '1', 'd', ARGV[5], 'f', ARGV[1], 'g', g, 's', stale)
+else
+  redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[5], 'f', ARGV[1], 'g', g, 's', stale)
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if stale == '1' then
+  return 2
+end
+return 1

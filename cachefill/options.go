@@ -1,0 +1,182 @@
+package cachefill
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Defaults of the options.
+const (
+	// DefaultPrefix starts the name of every key of a Cache.
+	DefaultPrefix = "cachefill"
+	// DefaultLockTTL is the ttl of a loader's lock: see WithLockTTL.
+	DefaultLockTTL = 5 * time.Second
+	// DefaultLoadTimeout bounds one load: see WithLoadTimeout.
+	DefaultLoadTimeout = 10 * time.Second
+	// DefaultNotFoundTTL is how long ErrNotFound is remembered: see WithNotFoundTTL.
+	DefaultNotFoundTTL = 30 * time.Second
+	// DefaultJitter is the share of a ttl taken off at random: see WithJitter.
+	DefaultJitter = 0.05
+	// DefaultBeta weighs early refreshes: see WithEarlyRefresh.
+	DefaultBeta = 1.0
+	// DefaultRedisTimeout bounds each call to Redis: see WithRedisTimeout.
+	DefaultRedisTimeout = time.Second
+)
+
+// An Option configures a Cache in New.
+type Option func(*options) error
+
+type options struct {
+	prefix       string
+	lockTTL      time.Duration
+	loadTimeout  time.Duration
+	notFoundTTL  time.Duration
+	jitter       float64
+	beta         float64
+	redisTimeout time.Duration
+	fallback     bool
+	logger       *slog.Logger
+}
+
+func defaultOptions() options {
+	return options{
+		prefix:       DefaultPrefix,
+		lockTTL:      DefaultLockTTL,
+		loadTimeout:  DefaultLoadTimeout,
+		notFoundTTL:  DefaultNotFoundTTL,
+		jitter:       DefaultJitter,
+		beta:         DefaultBeta,
+		redisTimeout: DefaultRedisTimeout,
+		fallback:     true,
+		logger:       slog.New(slog.DiscardHandler),
+	}
+}
+
+// WithPrefix sets what the name of every key of the Cache starts with, so
+// that several caches share one Redis apart: the entry of "user:42" is kept
+// at "cachefill{user:42}:value" and its loader's lock at
+// "cachefill{user:42}:lock". It must not contain '{' or '}', which would
+// change the keys' Cluster slots. Default DefaultPrefix.
+func WithPrefix(prefix string) Option {
+	return func(o *options) error {
+		if strings.ContainsAny(prefix, "{}") {
+			return fmt.Errorf("%w: WithPrefix(%q) contains a brace", ErrInvalidOption, prefix)
+		}
+		o.prefix = prefix
+		return nil
+	}
+}
+
+// WithLockTTL sets the ttl of the lock a loader holds while it loads. The
+// lock is renewed while the load runs, so the ttl is how long the other
+// callers wait for a loader whose process died or hangs before one of them
+// loads instead. At least a millisecond; default DefaultLockTTL.
+func WithLockTTL(d time.Duration) Option {
+	return func(o *options) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("%w: WithLockTTL(%v), want at least 1ms", ErrInvalidOption, d)
+		}
+		o.lockTTL = d
+		return nil
+	}
+}
+
+// WithLoadTimeout bounds one load: its context ends after d, and Get stops
+// waiting for it then, returns an error to the callers that waited for it
+// in this process, and lets a caller elsewhere load instead. Positive;
+// default DefaultLoadTimeout.
+func WithLoadTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithLoadTimeout(%v), want a positive duration", ErrInvalidOption, d)
+		}
+		o.loadTimeout = d
+		return nil
+	}
+}
+
+// WithNotFoundTTL sets how long the Cache remembers that a load returned
+// ErrNotFound, so that requests for a key the source does not have do not
+// all reach it (cache penetration). 0 turns it off: ErrNotFound is then
+// returned and not remembered. Default DefaultNotFoundTTL.
+func WithNotFoundTTL(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 || d > 0 && d < time.Millisecond {
+			return fmt.Errorf("%w: WithNotFoundTTL(%v), want 0 or at least 1ms", ErrInvalidOption, d)
+		}
+		o.notFoundTTL = d
+		return nil
+	}
+}
+
+// WithJitter makes every stored entry live up to the given share of its ttl
+// less, at random: with 0.05, an entry stored for a minute expires between
+// 57 and 60 seconds later, so entries filled together do not all expire
+// together (cache avalanche). From 0 (off) to below 1; default
+// DefaultJitter.
+func WithJitter(share float64) Option {
+	return func(o *options) error {
+		if !(share >= 0 && share < 1) {
+			return fmt.Errorf("%w: WithJitter(%v), want 0 <= share < 1", ErrInvalidOption, share)
+		}
+		o.jitter = share
+		return nil
+	}
+}
+
+// WithEarlyRefresh sets beta of the probabilistic early refresh (XFetch,
+// Vattani et al., VLDB 2015): a Get that finds an entry refreshes it in the
+// background, before it expires, with a probability that grows as the
+// entry nears its expiry and with the time its last load took, times beta.
+// The hotter the key, the surer it is refreshed in time, so a hot key does
+// not miss at all. Above 1 refreshes earlier, below 1 later; 0 turns early
+// refresh off. Default DefaultBeta.
+func WithEarlyRefresh(beta float64) Option {
+	return func(o *options) error {
+		if !(beta >= 0 && beta <= 100) {
+			return fmt.Errorf("%w: WithEarlyRefresh(%v), want 0 <= beta <= 100", ErrInvalidOption, beta)
+		}
+		o.beta = beta
+		return nil
+	}
+}
+
+// WithRedisTimeout bounds each call to Redis that a Get makes before it
+// waits for a loader (a read, a store, a lock): Redis counts as
+// unreachable when a call takes longer. Waiting for a loader is bounded by
+// the Get's context only. Positive; default DefaultRedisTimeout.
+func WithRedisTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithRedisTimeout(%v), want a positive duration", ErrInvalidOption, d)
+		}
+		o.redisTimeout = d
+		return nil
+	}
+}
+
+// WithFallback sets what Get does when Redis fails (unreachable, or an
+// error reply other than a wrong type): with true, the default, it calls
+// load directly, once per process and key at a time, and logs a warning,
+// since the cache is an optimisation; with false, it returns the error.
+func WithFallback(on bool) Option {
+	return func(o *options) error {
+		o.fallback = on
+		return nil
+	}
+}
+
+// WithLogger sets where the Cache reports what it cannot return to a
+// caller: Redis failures it fell back from, background refreshes that
+// failed, lost loader locks. The default discards everything.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: WithLogger(nil)", ErrInvalidOption)
+		}
+		o.logger = l
+		return nil
+	}
+}

@@ -1,0 +1,81 @@
+package dlock_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/cachefill"
+)
+
+// productPage returns a product's page from the cache, or renders it once
+// across every instance of the service when it is missing. (The README
+// shows this function; package cachefill's own examples are in
+// cachefill/example_test.go.)
+func productPage(ctx context.Context, cache *cachefill.Cache, id string) ([]byte, error) {
+	return cache.Get(ctx, "product:"+id, 10*time.Minute, func(ctx context.Context) ([]byte, error) {
+		page, err := renderProduct(ctx, id) // the slow query
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, cachefill.ErrNotFound // remembered for 30s: no query per request
+		}
+		return page, err
+	})
+}
+
+// renderings counts the calls of renderProduct, a stand-in for a slow
+// query.
+var renderings atomic.Int32
+
+func renderProduct(_ context.Context, id string) ([]byte, error) {
+	renderings.Add(1)
+	time.Sleep(20 * time.Millisecond)
+	if strings.HasPrefix(id, "missing") {
+		return nil, sql.ErrNoRows
+	}
+	return []byte("<h1>product " + id + "</h1>"), nil
+}
+
+// Twenty requests over two instances miss a product page together: it is
+// rendered once. A missing product is rendered once too.
+func TestReadmeProductPage(t *testing.T) {
+	var caches []*cachefill.Cache
+	for range 2 {
+		rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+		t.Cleanup(func() { rdb.Close() })
+		cache := cachefill.New(rdb) // one per process: safe for concurrent use
+		defer cache.Close()
+		caches = append(caches, cache)
+	}
+	renderings.Store(0)
+	id := fmt.Sprintf("%s-%d", testKey(t), time.Now().UnixNano())
+	missing := "missing-" + id
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			page, err := productPage(t.Context(), caches[i%2], id)
+			if err != nil || string(page) != "<h1>product "+id+"</h1>" {
+				t.Errorf("productPage = %q, %v", page, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := renderings.Load(); n != 1 {
+		t.Errorf("the page was rendered %d times for 20 requests, want once", n)
+	}
+	for range 2 {
+		if _, err := productPage(t.Context(), caches[0], missing); !errors.Is(err, cachefill.ErrNotFound) {
+			t.Errorf("productPage of a missing product = %v, want ErrNotFound", err)
+		}
+	}
+	if n := renderings.Load(); n != 2 {
+		t.Errorf("%d renderings, want the missing product's once", n)
+	}
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dlock-go/dlock/cachefill"
+)
+
+// The hot cache key that expires (seed 003): every request misses at once,
+// and without care every one of them queries the database. Package
+// cachefill lets one of them load it, across instances, and wakes the
+// others when its value is stored.
+const (
+	hotInstances = 5
+	hotRequests  = 50 // over the instances
+	hotLoad      = 200 * time.Millisecond
+	hotTTL       = time.Minute
+)
+
+func hotKeyMiss(ctx context.Context, d *demo) result {
+	prefix := d.key("cache")
+	const key = "product:42"
+	defer d.cleanup(ctx, prefix+"{"+key+"}:value") // the entry's key (package cachefill's doc)
+	caches := make([]*cachefill.Cache, hotInstances)
+	for i := range caches {
+		// A generous Redis timeout: on a busy machine, a slow answer of the
+		// embedded Redis must not count as Redis down (a direct load).
+		caches[i] = cachefill.New(d.rdb, cachefill.WithPrefix(prefix), cachefill.WithRedisTimeout(10*time.Second))
+		defer caches[i].Close()
+	}
+
+	var loads atomic.Int32
+	load := func(ctx context.Context) ([]byte, error) {
+		loads.Add(1)
+		if err := sleep(ctx, hotLoad); err != nil { // the slow query
+			return nil, err
+		}
+		return []byte("the product page"), nil
+	}
+	start := time.Now()
+	took := make([]time.Duration, hotRequests)
+	errs := make([]error, hotRequests)
+	var wg sync.WaitGroup
+	for i := range hotRequests {
+		wg.Go(func() {
+			v, err := caches[i%hotInstances].Get(ctx, key, hotTTL, load)
+			if err == nil && string(v) != "the product page" {
+				err = fmt.Errorf("request %d got %q", i, v)
+			}
+			took[i], errs[i] = time.Since(start), err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return failed(err)
+	}
+	slowest := time.Duration(0)
+	for _, d := range took {
+		slowest = max(slowest, d)
+	}
+	happened := fmt.Sprintf("%d requests on %d instances miss a key whose\nload takes %v: %d load; all served within %v",
+		hotRequests, hotInstances, hotLoad, loads.Load(), slowest.Round(time.Millisecond))
+	var problems []string
+	if n := loads.Load(); n != 1 {
+		problems = append(problems, fmt.Sprintf("the key was loaded %d times", n))
+	}
+	return verdict(happened, "one load", problems)
+}
