@@ -82,6 +82,7 @@ type reply struct {
 	token       string
 	fence       int64
 	waiters     int64       // inspect: live fair-mode waiters
+	fenceTag    string      // inspect: the tag stored with the fence, on a Redlock node (raise_fence.lua)
 	raise       *fenceRaise // Redlock acquire: the fence is not on a quorum yet
 	stragglers  *stragglers // Redlock acquire: nodes that had not answered yet
 }

@@ -37,7 +37,9 @@ type LockInfo struct {
 
 	// Fence is the last fencing token handed out for the key, or 0 when
 	// that is no longer known (the lock was not taken by dlock, or its fence
-	// expired with it).
+	// expired with it). On a Redlock quorum, for a held lock, it is the
+	// holder's fence once a quorum stores it (after the holder's first
+	// Lock.Fence), and 0 until then.
 	Fence int64
 
 	// Waiters is how many callers wait for the lock in its queue (see

@@ -87,7 +87,7 @@ func (n *node) run(ctx context.Context, o op) (reply, error) {
 	case opInspect:
 		return n.inspect(ctx, o.keys)
 	case opRaiseFence:
-		return n.exec(ctx, "acquire", raiseFenceScript, o.keys, o.token, o.fence)
+		return n.exec(ctx, "acquire", raiseFenceScript, o.keys[:2], o.token, o.fence, fenceTag(o.token))
 	case opForceRelease:
 		return n.forceRelease(ctx, o.keys)
 	}
@@ -263,6 +263,13 @@ func (n *node) release(ctx context.Context, keys []string, token any) (reply, er
 	return n.exec(ctx, "release", releaseScript, keys, token, "", 0, fairLeaseMillis, "", n.counted)
 }
 
+// fenceTag is what a Redlock holder stores with its fence (raise_fence.lua):
+// the start of its token, enough to tell holders apart.
+func fenceTag(token any) string {
+	t, _ := token.(string)
+	return t[:min(len(t), 8)]
+}
+
 // fairLeaseMillis is FairLease for the scripts' ARGV, boxed once: never
 // changed.
 var fairLeaseMillis any = FairLease.Milliseconds()
@@ -317,6 +324,7 @@ func (n *node) inspect(ctx context.Context, keys []string) (reply, error) {
 		if ok1 && ok2 && ok3 && ok4 && ok5 {
 			r := reply{code: state, value: pttl, token: token, waiters: waiters}
 			if fence != "" {
+				fence, r.fenceTag, _ = strings.Cut(fence, ":") // a Redlock holder's tag (raise_fence.lua)
 				r.fence, err = strconv.ParseInt(fence, 10, 64)
 			}
 			if err == nil {

@@ -456,8 +456,33 @@ func (q *quorum) inspect(ctx context.Context, o op) (reply, error) {
 	}
 	if r.code == 1 {
 		r.value = leastTTL(votes, func(v reply) bool { return v.code == 1 && v.token == r.token })
+		r.fence = q.holderFence(votes, r.token)
 	}
 	return r, nil
+}
+
+// holderFence returns the fence of the holder of token, once a quorum of
+// the nodes store it with the holder's tag (see raise_fence.lua): 0 until
+// then, while its first Lock.Fence hands it out, and for a holder that
+// never asked for one, whose nodes still keep an earlier holder's fence.
+func (q *quorum) holderFence(votes []vote, token string) int64 {
+	tag := fenceTag(token)
+	var fence int64
+	for _, v := range votes {
+		if v.answered && v.err == nil && v.r.token == token && v.r.fenceTag == tag {
+			fence = max(fence, v.r.fence)
+		}
+	}
+	at := 0
+	for _, v := range votes {
+		if v.answered && v.err == nil && v.r.token == token && v.r.fenceTag == tag && v.r.fence == fence {
+			at++
+		}
+	}
+	if fence == 0 || at < q.need {
+		return 0
+	}
+	return fence
 }
 
 // refreshMany refreshes a renewer batch on every node, one pipeline per

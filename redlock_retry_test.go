@@ -123,3 +123,39 @@ func (h *afterFirstAcquire) ProcessPipelineHook(next redis.ProcessPipelineHook) 
 func isScript(cmd redis.Cmder) bool {
 	return strings.HasPrefix(cmd.Name(), "eval")
 }
+
+// On a Redlock, Inspect tells a holder's fence only once a quorum stores
+// it: not before its first Fence, when the nodes still keep the previous
+// holder's (which would be a lie about who holds it), and then exactly
+// the one Fence returned.
+func TestRedlockInspectTellsTheHoldersFence(t *testing.T) {
+	t.Parallel()
+	e := setupQuorum(t, 3)
+	key := testKey(t)
+	ctx := context.Background()
+	first, err := e.locker.TryObtain(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := e.locker.Inspect(ctx, key); err != nil || !info.Held || info.Fence != 0 {
+		t.Errorf("Inspect before the first Fence = %+v, %v; want held, fence 0", info, err)
+	}
+	fence := first.Fence()
+	if info, err := e.locker.Inspect(ctx, key); err != nil || info.Fence != fence {
+		t.Errorf("Inspect after Fence = %+v, %v; want fence %d", info, err, fence)
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.locker.TryObtain(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := e.locker.Inspect(ctx, key); err != nil || info.Fence != 0 {
+		t.Errorf("Inspect of a new holder before its Fence = %+v, %v; want fence 0, not the last holder's %d", info, err, fence)
+	}
+	if f := second.Fence(); f <= fence {
+		t.Errorf("second fence %d after %d", f, fence)
+	}
+	_ = second.Release(ctx)
+}

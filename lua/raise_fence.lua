@@ -8,6 +8,9 @@
 -- KEYS[2]  the fence key
 -- ARGV[1]  the caller's token
 -- ARGV[2]  0: hand out a fence; otherwise the quorum's fence, to store
+-- ARGV[3]  the holder's tag (the start of its token), stored with the
+--          fence as "fence:tag": Inspect counts a fence as the holder's
+--          only once a quorum stores it with the holder's tag
 --
 -- Returns {1, fence} when the lock is still the caller's here and the fence
 -- key now holds fence: a new one is max(last fence + 1, server time in
@@ -21,7 +24,11 @@ if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then
   return {0, 0}
 end
 local fence = tonumber(ARGV[2])
-local last = tonumber(redis.pcall('GET', KEYS[2]))
+local stored = redis.pcall('GET', KEYS[2])
+local last
+if type(stored) == 'string' then
+  last = tonumber(string.match(stored, '^%d+'))
+end
 if fence == 0 then
   local t = redis.call('TIME')
   fence = t[1] * 1000000 + t[2]
@@ -31,10 +38,11 @@ if fence == 0 then
 elseif last and last >= fence then
   return {1, last}
 end
+local value = string.format('%d:%s', fence, ARGV[3])
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl > 0 then
-  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', pttl)
+  redis.call('SET', KEYS[2], value, 'PX', pttl)
 else
-  redis.call('SET', KEYS[2], string.format('%d', fence))
+  redis.call('SET', KEYS[2], value)
 end
 return {1, fence}
