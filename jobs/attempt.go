@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -44,8 +45,7 @@ func (r *Runner) Begin(ctx context.Context, name string, slot time.Time) (*Attem
 		return nil, r.wrap(quoted, err, ErrAlreadyDone)
 	}
 	rec := Record{Job: name, Slot: slot, Host: truncate(r.cfg.host, maxHostLen), Start: time.Now().UTC(), Status: Running}
-	lease, err := r.locker.TryObtain(ctx, slotKey(name, slot, kindRun, 0), r.cfg.ttl,
-		dlock.WithAutoRenew(true), dlock.WithValue(rec.encode(kindRun)))
+	lease, err := r.lease(ctx, slotKey(name, slot, kindRun, 0), rec)
 	if errors.Is(err, dlock.ErrNotObtained) {
 		return nil, fmt.Errorf("%w: %s", ErrRunningElsewhere, quoted)
 	}
@@ -72,6 +72,34 @@ func (r *Runner) Begin(ctx context.Context, name string, slot time.Time) (*Attem
 	r.letGo(ctx, lease)
 	return nil, fmt.Errorf("%w: %s: %d attempts made", ErrNoAttemptsLeft, quoted, r.cfg.attempts)
 }
+
+// lease takes the lease of a run of the slot, making one attempt, unless
+// nobody holds it after all: on a Redlock, hosts that try at once can split
+// the nodes' votes so that none gets a quorum, and then each would leave
+// the slot to the others. Such a tie is tried again, after a random pause
+// that sets the rivals apart, a few times.
+func (r *Runner) lease(ctx context.Context, key string, rec Record) (*dlock.Lock, error) {
+	for tries := 1; ; tries++ {
+		lease, err := r.locker.TryObtain(ctx, key, r.cfg.ttl,
+			dlock.WithAutoRenew(true), dlock.WithValue(rec.encode(kindRun)))
+		if !errors.Is(err, dlock.ErrNotObtained) || tries == maxTies {
+			return lease, err
+		}
+		info, ierr := r.locker.Inspect(ctx, key)
+		if ierr != nil || info.Held {
+			return nil, err // held elsewhere (or unknown): as TryObtain said
+		}
+		pause := time.Duration(1+rand.IntN(20)) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// maxTies is how many times lease tries when nobody holds the lease.
+const maxTies = 5
 
 // done reports whether the slot has a done record.
 func (r *Runner) done(ctx context.Context, name string, slot time.Time) (bool, error) {
