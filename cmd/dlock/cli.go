@@ -24,6 +24,7 @@ const (
 	exitUnavailable = 69 // EX_UNAVAILABLE: Redis cannot be reached, or failed
 	exitNotObtained = 75 // EX_TEMPFAIL: run: another holder has the lock (default of --conflict-exit-code)
 	exitLockLost    = 76 // run: the lock was lost while the command ran, which was terminated
+	exitSlotTaken   = 79 // run --once-per: the slot is done, running elsewhere, or out of attempts
 )
 
 // A command is one verb of the CLI. It parses its own arguments with its own

@@ -10,6 +10,7 @@
 //	        time (in arrival order with --fair), across hosts: a distributed
 //	        flock for cron jobs, as in
 //	        dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report
+//	        or at most once per slot (--once-per 24h) whatever the hosts' clocks
 //	status  show a lock: held or not, ttl, fence, the start of its token,
 //	        the number of waiters
 //	list    list the held locks, optionally those matching a pattern (SCAN)
@@ -28,7 +29,8 @@
 // Run "dlock <command> --help" for a command's flags and exit statuses.
 // A usage error exits with 64 (EX_USAGE). The run command exits with its
 // command's own status when that ran, 75 (EX_TEMPFAIL) when another holder
-// had the lock, 76 when the lock was lost while the command ran, and 69
+// had the lock, 76 when the lock was lost while the command ran, 79 when
+// --once-per found its slot done or taken, and 69
 // (EX_UNAVAILABLE) when Redis could not be reached or failed, for every
 // command; on a quorum, when fewer than a majority of its servers answered.
 // The demo exits with 1 when an invariant broke.
