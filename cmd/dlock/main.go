@@ -11,6 +11,8 @@
 //	        flock for cron jobs, as in
 //	        dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report
 //	        or at most once per slot (--once-per 24h) whatever the hosts' clocks
+//	elect   keep a command running on exactly one host: campaign in an
+//	        election, run it while leading, stop it on a loss, campaign again
 //	leader  show who leads an election (dlock elect, package election) and
 //	        its term; with --watch, each change until interrupted
 //	status  show a lock: held or not, ttl, fence, the start of its token,

@@ -253,43 +253,19 @@ type runner struct {
 // run obtains the lock, runs the command and releases the lock, and returns
 // the exit status. ctx is never cancelled: signals arrive on a channel.
 func (r *runner) run(ctx context.Context) int {
-	sigs := make(chan os.Signal, 8)
-	if caught := notIgnored(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP); len(caught) > 0 { // none would mean all
-		signal.Notify(sigs, caught...)
-		defer signal.Stop(sigs)
-	}
+	sigs, stop := catchSignals()
+	defer stop()
 	before, interrupted := cancelOnSignal(ctx, sigs) // until the command starts
 
-	for _, srv := range r.redis {
-		if srv.opts.ReadTimeout == 0 && srv.opts.WriteTimeout == 0 { // not set in the URL
-			// An answer later than this is of no use to the renewal: a
-			// connection that hangs is given up in time for a retry.
-			srv.opts.ReadTimeout = min(redisTimeout, r.ttl/3)
-			srv.opts.WriteTimeout = srv.opts.ReadTimeout
-		}
-	}
-	rdbs, down, err := connectAll(before, r.redis, redisTimeout)
+	locker, disconnect, code, err := r.connect(before)
 	if err != nil {
 		if sig := interrupted(); sig != nil {
 			return signalStatus(sig)
 		}
 		fmt.Fprintln(r.stderr, err)
-		return exitUnavailable
+		return code
 	}
-	defer closeAll(rdbs)
-	for _, d := range down {
-		r.inform("%s", downWarning(d, len(rdbs), len(down)))
-	}
-	var opts []dlock.Option
-	if r.verbose {
-		opts = append(opts, dlock.WithLogger(slog.New(&lineHandler{w: r.stderr})))
-	}
-	locker, err := newLocker(rdbs, runNodeTimeout(r.ttl), opts...)
-	if err != nil { // the URLs were checked: cannot happen
-		r.errorf("%s", errText(err))
-		return exitUsage
-	}
-	defer locker.Close() // before closeAll: it waits for calls given up on
+	defer disconnect()
 
 	if r.oncePer > 0 {
 		return r.runOnce(ctx, before, interrupted, locker, sigs)
@@ -308,6 +284,51 @@ func (r *runner) run(ctx context.Context) int {
 		return code
 	}
 	return r.runLocked(ctx, held{lock, obtained}, sigs)
+}
+
+// connect connects to the Redis server or quorum of --redis, and returns a
+// Client on it and the function that closes both. It fails with the exit
+// status and the error to print.
+func (r *runner) connect(ctx context.Context) (locker *dlock.Client, disconnect func(), code int, err error) {
+	for _, srv := range r.redis {
+		if srv.opts.ReadTimeout == 0 && srv.opts.WriteTimeout == 0 { // not set in the URL
+			// An answer later than this is of no use to the renewal: a
+			// connection that hangs is given up in time for a retry.
+			srv.opts.ReadTimeout = min(redisTimeout, r.ttl/3)
+			srv.opts.WriteTimeout = srv.opts.ReadTimeout
+		}
+	}
+	rdbs, down, err := connectAll(ctx, r.redis, redisTimeout)
+	if err != nil {
+		return nil, nil, exitUnavailable, err
+	}
+	for _, d := range down {
+		r.inform("%s", downWarning(d, len(rdbs), len(down)))
+	}
+	var opts []dlock.Option
+	if r.verbose {
+		opts = append(opts, dlock.WithLogger(slog.New(&lineHandler{w: r.stderr})))
+	}
+	locker, err = newLocker(rdbs, runNodeTimeout(r.ttl), opts...)
+	if err != nil { // the URLs were checked: cannot happen
+		closeAll(rdbs)
+		return nil, nil, exitUsage, err
+	}
+	return locker, func() {
+		locker.Close() // before closeAll: it waits for calls given up on
+		closeAll(rdbs)
+	}, exitOK, nil
+}
+
+// catchSignals returns a channel that receives the SIGINT, SIGTERM and
+// SIGHUP sent to dlock (those not ignored), to pass on to a command, until
+// stop is called.
+func catchSignals() (sigs chan os.Signal, stop func()) {
+	sigs = make(chan os.Signal, 8)
+	if caught := notIgnored(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP); len(caught) > 0 { // none would mean all
+		signal.Notify(sigs, caught...)
+	}
+	return sigs, func() { signal.Stop(sigs) }
 }
 
 // cancelOnSignal returns a context that the first signal on sigs cancels,
