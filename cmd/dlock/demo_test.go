@@ -25,8 +25,8 @@ func checkDemoOK(t *testing.T, code int, stdout, stderr string) {
 			t.Errorf("output does not mention case %q", name)
 		}
 	}
-	if n := strings.Count(stdout, "  ok: "); n != 7 {
-		t.Errorf("%d invariants reported ok, want 7", n)
+	if n := strings.Count(stdout, "  ok: "); n != 8 {
+		t.Errorf("%d invariants reported ok, want 8", n)
 	}
 	if !strings.Contains(stdout, "redlock, 5 nodes    A's lock on 5 embedded nodes; ") {
 		t.Errorf("the redlock case does not say it runs on embedded nodes")
@@ -195,6 +195,30 @@ func TestDemoLostLock(t *testing.T) {
 		if !r.ok || r.err != nil || !strings.Contains(r.happened, "before B took the lock over") ||
 			!strings.HasSuffix(r.happened, "A's late write: refused") {
 			t.Errorf("%s: lost lock: %q, %q, error %v", name, r.happened, r.invariant, r.err)
+		}
+		t.Logf("%s: %s", name, strings.ReplaceAll(r.happened, "\n", " "))
+	}
+}
+
+// TestDemoCron runs the cron case: the late host finds the slot done.
+func TestDemoCron(t *testing.T) {
+	t.Parallel()
+	for name, rdb := range demoBackends(t) {
+		r := cronOnTwoHosts(t.Context(), testDemo(t, rdb))
+		if !r.ok || r.err != nil || !strings.Contains(r.happened, "job ran once;\nthe 2nd host: already done") {
+			t.Errorf("%s: cron: %q, %q, error %v", name, r.happened, r.invariant, r.err)
+		}
+	}
+}
+
+// TestDemoLeaderDies runs the case of a leader that dies: another
+// candidate takes over, in a higher term.
+func TestDemoLeaderDies(t *testing.T) {
+	t.Parallel()
+	for name, rdb := range demoBackends(t) {
+		r := leaderDies(t.Context(), testDemo(t, rdb))
+		if !r.ok || r.err != nil || !strings.Contains(r.happened, "died without resigning;\nnode-") {
+			t.Errorf("%s: leader dies: %q, %q, error %v", name, r.happened, r.invariant, r.err)
 		}
 		t.Logf("%s: %s", name, strings.ReplaceAll(r.happened, "\n", " "))
 	}
