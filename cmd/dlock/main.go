@@ -23,7 +23,8 @@
 //	demo    run the cases this project started from (a cron job on two hosts,
 //	        a double-clicked pay button, a flash sale, a lock that expires
 //	        under a slow holder, a job longer than its lock's ttl, a worker
-//	        cut off from Redis, a leader that dies) and check that each one's invariant holds
+//	        cut off from Redis, a leader that dies) and check that each
+//	        one's invariant holds
 //
 // The commands that take --redis take it several times (or DLOCK_REDIS
 // several comma-separated URLs) for a Redlock quorum of independent
