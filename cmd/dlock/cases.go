@@ -46,6 +46,7 @@ func demoCases() []demoCase {
 		{"long job", longRenewedJob},
 		{"  (not renewed)", longUnrenewedJob},
 		{"lost lock", lostLock},
+		{"leader dies", leaderDies},
 		{"redlock, 5 nodes", redlockQuorum},
 	}
 }

@@ -24,6 +24,7 @@ const (
 	exitUnavailable = 69 // EX_UNAVAILABLE: Redis cannot be reached, or failed
 	exitNotObtained = 75 // EX_TEMPFAIL: run: another holder has the lock (default of --conflict-exit-code)
 	exitLockLost    = 76 // run: the lock was lost while the command ran, which was terminated
+	exitSlotTaken   = 79 // run --once-per: the slot is done, running elsewhere, or out of attempts
 )
 
 // A command is one verb of the CLI. It parses its own arguments with its own
@@ -40,6 +41,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "run", summary: "run a command under a lock, once or one at a time across hosts", run: runRun},
+		{name: "elect", summary: "keep a command running on exactly one host: campaign, run it while leading", run: runElect},
+		{name: "leader", summary: "show who leads an election, and its term; --watch for each change", run: runLeader},
 		{name: "status", summary: "show whether a lock is held, for how long, and its last fence", run: runStatus},
 		{name: "list", summary: "list the locks held now", run: runList},
 		{name: "release", summary: "delete a lock whoever holds it (with --force)", run: runRelease},

@@ -20,6 +20,7 @@ for service instances, and checks the invariant of each:
   double-click pay    five clicks on one pay button, sent over HTTP through the
                       idempotency middleware, charge the customer once
   cron on two hosts   a nightly job fired by two hosts, one a little late, runs once
+                      (package jobs: the late host finds the slot done)
   flash sale          1200 buyers for 1000 items reserve, then pay (package stock);
                       carts abandoned come back when their hold expires: none oversold
   hot cache key       50 requests on 5 instances miss a key whose load takes 200ms;
@@ -27,6 +28,9 @@ for service instances, and checks the invariant of each:
   expired holder      a holder paused past its ttl cannot release the next one's lock
   long job            a job that runs past its lock's ttl keeps the lock, renewed
   lost lock           a worker cut off from Redis is stopped before another takes over
+  leader dies         of three candidates (package election), the leader dies without
+                      resigning; another takes over when its lease runs out, in a
+                      higher term, and two never lead at once
   redlock, 5 nodes    a lock on a Redlock quorum of five nodes survives two of them
                       dying, renewed on the three left; when a third dies, its holder
                       is told it is lost, and nobody else can take it
@@ -34,8 +38,9 @@ for service instances, and checks the invariant of each:
 It uses an embedded in-process Redis unless --redis names a server. The
 redlock case always runs on five embedded nodes of its own, since it kills
 three of them; with --redis, only the other cases use that server. Keys
-start with "dlock-demo:" and a random run id; they are deleted at the end or
-expire within seconds. The exit status is 1 if an invariant is broken.`
+start with "dlock-demo:" and a random run id (the cron case's records with
+"dlock:job:dlock-demo:"); they are deleted at the end or expire within
+seconds. The exit status is 1 if an invariant is broken.`
 
 const embeddedName = "embedded Redis (miniredis)"
 

@@ -200,6 +200,30 @@ func TestDemoLostLock(t *testing.T) {
 	}
 }
 
+// TestDemoCron runs the cron case: the late host finds the slot done.
+func TestDemoCron(t *testing.T) {
+	t.Parallel()
+	for name, rdb := range demoBackends(t) {
+		r := cronOnTwoHosts(t.Context(), testDemo(t, rdb))
+		if !r.ok || r.err != nil || !strings.Contains(r.happened, "job ran once;\nthe 2nd host: already done") {
+			t.Errorf("%s: cron: %q, %q, error %v", name, r.happened, r.invariant, r.err)
+		}
+	}
+}
+
+// TestDemoLeaderDies runs the case of a leader that dies: another
+// candidate takes over, in a higher term.
+func TestDemoLeaderDies(t *testing.T) {
+	t.Parallel()
+	for name, rdb := range demoBackends(t) {
+		r := leaderDies(t.Context(), testDemo(t, rdb))
+		if !r.ok || r.err != nil || !strings.Contains(r.happened, "died without resigning;\nnode-") {
+			t.Errorf("%s: leader dies: %q, %q, error %v", name, r.happened, r.invariant, r.err)
+		}
+		t.Logf("%s: %s", name, strings.ReplaceAll(r.happened, "\n", " "))
+	}
+}
+
 // TestDemoRedlock runs the case of a lock on a quorum of five embedded
 // nodes: it survives two nodes dying, renewed, and B never gets it; after a
 // third, A is told it is lost and B's attempt fails with a QuorumError.

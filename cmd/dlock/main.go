@@ -10,6 +10,11 @@
 //	        time (in arrival order with --fair), across hosts: a distributed
 //	        flock for cron jobs, as in
 //	        dlock run --key nightly-report --min-hold 5m -- /usr/local/bin/report
+//	        or at most once per slot (--once-per 24h) whatever the hosts' clocks
+//	elect   keep a command running on exactly one host: campaign in an
+//	        election, run it while leading, stop it on a loss, campaign again
+//	leader  show who leads an election (dlock elect, package election) and
+//	        its term; with --watch, each change until interrupted
 //	status  show a lock: held or not, ttl, fence, the start of its token,
 //	        the number of waiters
 //	list    list the held locks, optionally those matching a pattern (SCAN)
@@ -18,7 +23,8 @@
 //	demo    run the cases this project started from (a cron job on two hosts,
 //	        a double-clicked pay button, a flash sale, a lock that expires
 //	        under a slow holder, a job longer than its lock's ttl, a worker
-//	        cut off from Redis) and check that each one's invariant holds
+//	        cut off from Redis, a leader that dies) and check that each
+//	        one's invariant holds
 //
 // The commands that take --redis take it several times (or DLOCK_REDIS
 // several comma-separated URLs) for a Redlock quorum of independent
@@ -28,7 +34,8 @@
 // Run "dlock <command> --help" for a command's flags and exit statuses.
 // A usage error exits with 64 (EX_USAGE). The run command exits with its
 // command's own status when that ran, 75 (EX_TEMPFAIL) when another holder
-// had the lock, 76 when the lock was lost while the command ran, and 69
+// had the lock, 76 when the lock was lost while the command ran, 79 when
+// --once-per found its slot done or taken, and 69
 // (EX_UNAVAILABLE) when Redis could not be reached or failed, for every
 // command; on a quorum, when fewer than a majority of its servers answered.
 // The demo exits with 1 when an invariant broke.

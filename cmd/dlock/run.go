@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -45,12 +43,25 @@ another) make a Redlock quorum: the lock is obtained when a majority of the
 servers grant it, renewed while a majority still hold it, and lost when
 they no longer do, so it outlives a minority of them failing. dlock goes on
 while a majority of them answer (on a terminal or with -v, it warns about
-the others), and exits 69 when they do not. --fair needs a single server.`
+the others), and exits 69 when they do not. --fair needs a single server.
+
+With --once-per, COMMAND runs at most once per slot of that length across
+hosts (package jobs): the time is rounded to the nearest multiple of the
+period (UTC), so hosts whose clocks differ by less than half of it agree on
+the slot, and a run that succeeded (exit status 0) leaves a done record that
+makes every later dlock of the slot exit 79 without running COMMAND, however
+late its clock is. A run that failed is recorded too, and not tried again in
+the slot. The records are kept for a day, or two periods if that is longer.
+This replaces --min-hold, and excludes --wait and --fair:
+
+  0 2 * * * dlock run --key nightly-report --once-per 24h -- /usr/local/bin/report`
 
 const runNotes = `COMMAND's environment is dlock's, plus:
   DLOCK_KEY    the lock's key
   DLOCK_TOKEN  the holder's token, the key's value in Redis (a secret: it releases the lock)
   DLOCK_FENCE  the fencing token: larger than that of every earlier holder of the key
+With --once-per, DLOCK_KEY and, in place of the other two:
+  DLOCK_SLOT   the slot, in RFC 3339 (UTC)
 
 Environment:
   DLOCK_REDIS           the Redis URL, when no --redis is given; several, comma-separated,
@@ -63,6 +74,8 @@ Exit status:
   75         the lock was not obtained: another holder has it, or earlier --fair
              waiters go first (--conflict-exit-code)
   76         the lock was lost while COMMAND ran, and COMMAND was terminated
+  79         --once-per: the slot is done already, running on another host, or
+             failed there; COMMAND did not run (--conflict-exit-code changes it)
   64         usage error: a bad flag, no --key, no -- before COMMAND, a bad URL,
              the same server twice, --fair with several URLs
   69         Redis could not be reached, or failed; on a Redlock quorum, fewer
@@ -105,7 +118,9 @@ type runConfig struct {
 	minHold      time.Duration
 	grace        time.Duration
 	conflictCode int
-	fair         bool // wait in arrival order (dlock.WithFair)
+	fair         bool          // wait in arrival order (dlock.WithFair)
+	oncePer      time.Duration // run once per slot of this length (package jobs); 0: no slots
+	slotCode     int           // the exit status when --once-per does not run the command
 	verbose      bool
 	redis        []redisServer // one, or the nodes of a Redlock quorum
 	command      []string
@@ -149,6 +164,7 @@ func parseRunArgs(args []string, getenv func(string) string, stdout, stderr io.W
 	fs.DurationVar(&cfg.grace, "grace", 10*time.Second, "after the lock is lost, how long COMMAND has between SIGTERM and SIGKILL")
 	fs.IntVar(&cfg.conflictCode, "conflict-exit-code", exitNotObtained, "the exit `status` when another holder has the lock")
 	fs.BoolVar(&cfg.fair, "fair", false, "wait in arrival order: with --wait, get the lock after the --fair waiters that\ncame before; without, do not take it ahead of them")
+	fs.DurationVar(&cfg.oncePer, "once-per", 0, "run COMMAND at most once per slot of this `period` across hosts, as in 24h;\nwhen the slot is done or taken, exit "+strconv.Itoa(exitSlotTaken))
 	fs.BoolVar(&cfg.verbose, "v", false, "say on stderr what happens: obtained, released, renewals that failed...")
 
 	flagArgs, command, hasDashes := cutDashes(args)
@@ -156,6 +172,12 @@ func parseRunArgs(args []string, getenv func(string) string, stdout, stderr io.W
 		return cfg, code, true
 	}
 	cfg.command = command
+	cfg.slotCode = exitSlotTaken
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "conflict-exit-code" {
+			cfg.slotCode = cfg.conflictCode
+		}
+	})
 	if err := cfg.check(fs.Args(), hasDashes); err != "" {
 		fmt.Fprintf(stderr, "dlock run: %s\n", err)
 		return cfg, exitUsage, true
@@ -207,6 +229,10 @@ func (cfg *runConfig) check(extra []string, hasDashes bool) string {
 		return fmt.Sprintf("--grace must not be negative, not %v", cfg.grace)
 	case cfg.conflictCode < 0 || cfg.conflictCode > 255:
 		return fmt.Sprintf("--conflict-exit-code must be from 0 to 255, not %d", cfg.conflictCode)
+	case cfg.oncePer < 0:
+		return fmt.Sprintf("--once-per must not be negative, not %v", cfg.oncePer)
+	case cfg.oncePer > 0 && (cfg.wait > 0 || cfg.minHold > 0 || cfg.fair):
+		return "--once-per does not go with --wait, --min-hold or --fair: a slot runs once, on the first host to take it,\nand its done record keeps later hosts from running it again"
 	}
 	return ""
 }
@@ -218,49 +244,29 @@ type runner struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer // stderr is safe for concurrent use
 	tty            bool      // stderr is a terminal
+	leaseDesc      string    // what the command runs under, for messages; "" for the lock on the key
 }
 
 // run obtains the lock, runs the command and releases the lock, and returns
 // the exit status. ctx is never cancelled: signals arrive on a channel.
 func (r *runner) run(ctx context.Context) int {
-	sigs := make(chan os.Signal, 8)
-	if caught := notIgnored(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP); len(caught) > 0 { // none would mean all
-		signal.Notify(sigs, caught...)
-		defer signal.Stop(sigs)
-	}
+	sigs, stop := catchSignals()
+	defer stop()
 	before, interrupted := cancelOnSignal(ctx, sigs) // until the command starts
 
-	for _, srv := range r.redis {
-		if srv.opts.ReadTimeout == 0 && srv.opts.WriteTimeout == 0 { // not set in the URL
-			// An answer later than this is of no use to the renewal: a
-			// connection that hangs is given up in time for a retry.
-			srv.opts.ReadTimeout = min(redisTimeout, r.ttl/3)
-			srv.opts.WriteTimeout = srv.opts.ReadTimeout
-		}
-	}
-	rdbs, down, err := connectAll(before, r.redis, redisTimeout)
+	locker, disconnect, code, err := r.connect(before)
 	if err != nil {
 		if sig := interrupted(); sig != nil {
 			return signalStatus(sig)
 		}
 		fmt.Fprintln(r.stderr, err)
-		return exitUnavailable
+		return code
 	}
-	defer closeAll(rdbs)
-	for _, d := range down {
-		r.inform("%s", downWarning(d, len(rdbs), len(down)))
-	}
-	var opts []dlock.Option
-	if r.verbose {
-		opts = append(opts, dlock.WithLogger(slog.New(&lineHandler{w: r.stderr})))
-	}
-	locker, err := newLocker(rdbs, runNodeTimeout(r.ttl), opts...)
-	if err != nil { // the URLs were checked: cannot happen
-		r.errorf("%s", errText(err))
-		return exitUsage
-	}
-	defer locker.Close() // before closeAll: it waits for calls given up on
+	defer disconnect()
 
+	if r.oncePer > 0 {
+		return r.runOnce(ctx, before, interrupted, locker, sigs)
+	}
 	lock, code := r.obtain(before, locker)
 	obtained := time.Now()
 	sig := interrupted()
@@ -275,28 +281,6 @@ func (r *runner) run(ctx context.Context) int {
 		return code
 	}
 	return r.runLocked(ctx, held{lock, obtained}, sigs)
-}
-
-// cancelOnSignal returns a context that the first signal on sigs cancels,
-// until stop is called. stop returns that signal, or nil.
-func cancelOnSignal(parent context.Context, sigs <-chan os.Signal) (ctx context.Context, stop func() os.Signal) {
-	ctx, cancel := context.WithCancelCause(parent)
-	quit, done := make(chan struct{}), make(chan struct{})
-	var got os.Signal
-	go func() {
-		defer close(done)
-		select {
-		case got = <-sigs:
-			cancel(fmt.Errorf("dlock: got %v", got))
-		case <-quit:
-		}
-	}()
-	return ctx, sync.OnceValue(func() os.Signal {
-		close(quit)
-		<-done
-		cancel(nil)
-		return got
-	})
 }
 
 // errorf prints an error: always.

@@ -29,6 +29,10 @@ func TestRunUsage(t *testing.T) {
 		{"negative min-hold", []string{"run", "--min-hold", "-1s", "--key", "k", "--", "echo"}, exitUsage, "--min-hold must not be negative"},
 		{"negative grace", []string{"run", "--grace", "-1s", "--key", "k", "--", "echo"}, exitUsage, "--grace must not be negative"},
 		{"exit code too large", []string{"run", "--conflict-exit-code", "256", "--key", "k", "--", "echo"}, exitUsage, "--conflict-exit-code must be from 0 to 255, not 256"},
+		{"negative once-per", []string{"run", "--once-per", "-1h", "--key", "k", "--", "echo"}, exitUsage, "--once-per must not be negative, not -1h0m0s"},
+		{"once-per and wait", []string{"run", "--once-per", "1h", "--wait", "1m", "--key", "k", "--", "echo"}, exitUsage, "--once-per does not go with --wait, --min-hold or --fair"},
+		{"once-per and min-hold", []string{"run", "--once-per", "1h", "--min-hold", "1m", "--key", "k", "--", "echo"}, exitUsage, "--once-per does not go with"},
+		{"once-per and fair", []string{"run", "--once-per", "1h", "--fair", "--key", "k", "--", "echo"}, exitUsage, "--once-per does not go with"},
 		{"bad URL", []string{"run", "--key", "k", "--redis", "http://x", "--", "echo"}, exitUsage, "dlock: bad --redis URL http://x: redis: invalid URL scheme: http; want redis://"},
 		{"fair quorum", []string{"run", "--fair", "--key", "k", "--redis", "redis://a:1", "--redis", "redis://b:2", "--redis", "redis://c:3", "--", "echo"}, exitUsage,
 			"dlock run: --fair needs a single Redis deployment: several --redis URLs make a Redlock quorum,\nwhich has no arrival-order queue; drop --fair, or give one URL\n"},
@@ -67,7 +71,8 @@ func TestRunHelp(t *testing.T) {
 		"lock in the order they arrived", "renewed every third of --ttl", "not those that succeed",
 		"Several --redis URLs", "make a Redlock quorum", "--fair needs a single server", "the same server twice",
 		"DLOCK_KEY", "DLOCK_TOKEN", "DLOCK_FENCE", "DLOCK_REDIS ", "DLOCK_REDIS_PASSWORD",
-		"\n  75 ", "\n  76 ", "\n  64 ", "\n  69 ", "128+N",
+		"-once-per period", "once per slot", "DLOCK_SLOT", "--once-per 24h",
+		"\n  75 ", "\n  76 ", "\n  79 ", "\n  64 ", "\n  69 ", "128+N",
 		"At least 100ms, though the library takes 1ms", // and why
 	} {
 		if !strings.Contains(stdout, want) {

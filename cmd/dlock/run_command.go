@@ -26,6 +26,14 @@ type child struct {
 	exited chan *os.ProcessState // receives once, when the command has exited
 }
 
+// A lease is what a command runs under: a lock, a job's attempt, a
+// leadership. Done is closed when it ends; the command is terminated if it
+// ends before the command does, and Err then says why.
+type lease interface {
+	Done() <-chan struct{}
+	Err() error
+}
+
 // held is the lock the run verb obtained, and what it was obtained with.
 type held struct {
 	lock     *dlock.Lock // renewed by locker until released or lost
@@ -36,14 +44,11 @@ type held struct {
 // (or keeps it for --min-hold) and returns the exit status. sigs are the
 // signals dlock receives; they are passed on to the command.
 func (r *runner) runLocked(ctx context.Context, h held, sigs <-chan os.Signal) int {
-	c, err := r.start(h.lock)
+	c, err := r.start(lockEnv(h.lock))
 	if err != nil {
 		r.errorf("cannot run %s: %v", r.commandLine(), err)
 		r.release(ctx, h.lock)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			return exitNotFound
-		}
-		return exitCannotExecute
+		return startFailedStatus(err)
 	}
 	status, lost := r.supervise(c, h.lock, sigs)
 	switch {
@@ -57,16 +62,31 @@ func (r *runner) runLocked(ctx context.Context, h held, sigs <-chan os.Signal) i
 	return status
 }
 
-// start starts the command in a process group of its own, with the lock's
-// key, token and fence in its environment, and dlock's standard streams.
-func (r *runner) start(lock *dlock.Lock) (*child, error) {
+// startFailedStatus is the exit status of a command that could not start,
+// as a shell gives it.
+func startFailedStatus(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return exitNotFound
+	}
+	return exitCannotExecute
+}
+
+// lockEnv is what the command learns of the lock it runs under: its key,
+// token and fence.
+func lockEnv(lock *dlock.Lock) []string {
+	return []string{
+		"DLOCK_KEY=" + lock.Key(),
+		"DLOCK_TOKEN=" + lock.Token(),
+		"DLOCK_FENCE=" + strconv.FormatInt(lock.Fence(), 10),
+	}
+}
+
+// start starts the command in a process group of its own, with env added
+// to dlock's environment, and dlock's standard streams.
+func (r *runner) start(env []string) (*child, error) {
 	cmd := exec.Command(r.command[0], r.command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdin, r.stdout, r.stderr
-	cmd.Env = append(os.Environ(),
-		"DLOCK_KEY="+lock.Key(),
-		"DLOCK_TOKEN="+lock.Token(),
-		"DLOCK_FENCE="+strconv.FormatInt(lock.Fence(), 10),
-	)
+	cmd.Env = append(os.Environ(), env...)
 	ownProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -86,10 +106,10 @@ func (c *child) signal(sig syscall.Signal) {
 }
 
 // supervise waits for the command to exit, passing on the signals dlock
-// gets, and terminating the command if the lock is lost. It returns the
-// command's exit status, and whether the lock was lost.
-func (r *runner) supervise(c *child, lock *dlock.Lock, sigs <-chan os.Signal) (status int, lost bool) {
-	lostLock := lock.Done()   // nobody releases the lock meanwhile: closed only when it is lost
+// gets, and terminating the command if the lease is lost. It returns the
+// command's exit status, and whether the lease was lost.
+func (r *runner) supervise(c *child, lock lease, sigs <-chan os.Signal) (status int, lost bool) {
+	lostLock := lock.Done()   // nobody ends the lease meanwhile: closed only when it is lost
 	var kill <-chan time.Time // after --grace, once the lock is lost
 	for {
 		select {
@@ -104,8 +124,8 @@ func (r *runner) supervise(c *child, lock *dlock.Lock, sigs <-chan os.Signal) (s
 			}
 		case <-lostLock:
 			lostLock, lost = nil, true
-			r.errorf("lost the lock on %q while %s was running: %s; terminating it",
-				r.key, r.commandLine(), lostReason(lock.Err()))
+			r.errorf("lost %s while %s was running: %s; terminating it",
+				r.leaseName(), r.commandLine(), lostReason(lock.Err()))
 			c.signal(syscall.SIGTERM)
 			kill = time.After(r.grace)
 		case <-kill:
@@ -114,6 +134,15 @@ func (r *runner) supervise(c *child, lock *dlock.Lock, sigs <-chan os.Signal) (s
 			c.signal(syscall.SIGKILL)
 		}
 	}
+}
+
+// leaseName names what the command runs under, for messages: the lock on
+// the key, unless the verb says otherwise.
+func (r *runner) leaseName() string {
+	if r.leaseDesc != "" {
+		return r.leaseDesc
+	}
+	return "the lock on " + strconv.Quote(r.key)
 }
 
 // lostReason returns how a lock was lost, from its Err: the library's
