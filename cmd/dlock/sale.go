@@ -20,9 +20,9 @@ import (
 const (
 	saleStock        = 1000
 	saleInstances    = 12
-	saleBuyers       = 100 // per instance, one after the other
-	saleAbandonEvery = 10  // one buyer in ten abandons the cart
-	saleHold         = 300 * time.Millisecond
+	saleBuyers       = 100              // per instance, one after the other
+	saleAbandonEvery = 10               // one buyer in ten abandons the cart
+	saleHold         = time.Second      // far longer than a buyer takes from reserving to paying, even on a busy machine
 	saleWait         = 30 * time.Second // the longest the case waits for the holds to expire
 )
 
