@@ -433,7 +433,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*Lock, 
 	cmds := make([]*redis.Cmd, len(locks))
 	pipe := rdb.Pipeline()
 	for i, l := range locks {
-		cmds[i] = pipe.EvalSha(ctx, refreshScript.sha, l.keys[:2], l.arg, l.renew.sentTTL.Milliseconds())
+		cmds[i] = pipe.EvalSha(ctx, refreshScript.sha, l.keys[:2], l.arg, l.renew.sent().Milliseconds())
 	}
 	_, _ = pipe.Exec(ctx) // each command keeps its own error
 	var again []int
@@ -446,7 +446,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*Lock, 
 		pipe = rdb.Pipeline()
 		for _, i := range again {
 			l := locks[i]
-			cmds[i] = pipe.Eval(ctx, refreshScript.src, l.keys[:2], l.arg, l.renew.sentTTL.Milliseconds())
+			cmds[i] = pipe.Eval(ctx, refreshScript.src, l.keys[:2], l.arg, l.renew.sent().Milliseconds())
 		}
 		_, _ = pipe.Exec(ctx)
 	}

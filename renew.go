@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,15 +35,21 @@ type renewState struct {
 	index    int       // in renewer.locks; -1 when not in it
 	at       time.Time // when to look at the lock next
 	inflight bool      // a refresh is on its way; at is then Until
-	// the ttl the refresh on its way sent; set before its batch starts,
-	// read by the batch
-	sentTTL time.Duration
+	// the ttl the refresh on its way sent, in nanoseconds; set before its
+	// batch starts, read by the batch's calls, of which a Redlock node's
+	// may still run when the next batch sets it (see sent)
+	sentTTL atomic.Int64
 	gen     uint64 // counts the Lock.Refresh calls
 	sentGen uint64 // gen when the refresh on its way was sent
 	// closed when the refresh on its way has its answer, for pause; nil
 	// unless pause waits
 	landed chan struct{}
 }
+
+// sent is the ttl of the refresh on its way. A Redlock node's call of an
+// earlier batch, which the quorum stopped waiting for, may read the next
+// batch's: it refreshes with that ttl, and its answer counts for nothing.
+func (s *renewState) sent() time.Duration { return time.Duration(s.sentTTL.Load()) }
 
 // add starts renewing l, which was just obtained.
 func (r *renewer) add(l *Lock) error {
@@ -170,7 +177,8 @@ func (r *renewer) due(now time.Time) (batch, expired []*Lock, wait time.Duration
 		default:
 			l.renew.inflight = true
 			l.renew.at = until
-			l.renew.sentTTL, l.renew.sentGen = l.currentTTL(), l.renew.gen
+			l.renew.sentTTL.Store(int64(l.currentTTL()))
+			l.renew.sentGen = l.renew.gen
 			heap.Fix(&r.locks, 0)
 			batch = append(batch, l)
 		}
@@ -185,9 +193,9 @@ func (r *renewer) refresh(batch []*Lock) {
 	// One attempt gets a sixth of the shortest ttl: go-redis would go on
 	// retrying a dead server for seconds, on an old Cluster slot map, while
 	// a fresh attempt a little later finds the new primary.
-	shortest := batch[0].renew.sentTTL
+	shortest := batch[0].renew.sent()
 	for _, l := range batch[1:] {
-		shortest = min(shortest, l.renew.sentTTL)
+		shortest = min(shortest, l.renew.sent())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(shortest/6, minRefreshTimeout))
 	defer cancel()
@@ -217,11 +225,11 @@ func (r *renewer) record(sent time.Time, locks []*Lock, results []refreshResult)
 			// A Refresh with another ttl went out meanwhile, and which of
 			// the two Redis ran last is unknown: trust the earlier end,
 			// and send the Refresh's ttl again now.
-			l.until.Store(min(l.until.Load(), l.untilOf(sent, l.renew.sentTTL)))
+			l.until.Store(min(l.until.Load(), l.untilOf(sent, l.renew.sent())))
 			l.renew.at = now
 		case res.err == nil && res.held:
-			l.setUntil(sent, l.renew.sentTTL)
-			l.renew.at = sent.Add(l.renew.sentTTL / 3)
+			l.setUntil(sent, l.renew.sent())
+			l.renew.at = sent.Add(l.renew.sent() / 3)
 		case res.err == nil:
 			heap.Remove(&r.locks, l.renew.index)
 			notHeld = append(notHeld, l)
