@@ -17,7 +17,8 @@
 //     slot, renewed while it runs; its function's context is cancelled if
 //     the lock is lost.
 //   - Once per slot: after a success, no Run of the same slot runs the job
-//     again while the done record lives (WithRetention, a day by default).
+//     again while the done record lives: RetentionPeriods periods given
+//     WithPeriod, else a day, or as WithRetention says.
 //     Hosts agree on the slot as long as their clocks differ from the true
 //     time by less than half the period (see Slot).
 //   - Failures are recorded (an error, a panic, a lost lease, a host that

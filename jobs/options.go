@@ -11,6 +11,9 @@ const (
 	DefaultTTL       = 30 * time.Second // the lease of a running job, renewed at a third
 	DefaultRetention = 24 * time.Hour   // how long the records of a slot are kept
 	DefaultAttempts  = 1                // attempts per slot, across hosts
+	// RetentionPeriods is how many periods the records of a slot are kept
+	// when WithPeriod tells the period (and WithRetention does not say).
+	RetentionPeriods = 3
 )
 
 // Option configures a Runner. Pass options to New.
@@ -19,6 +22,8 @@ type Option func(*config)
 type config struct {
 	ttl       time.Duration
 	retention time.Duration
+	retained  bool          // WithRetention was given
+	period    time.Duration // WithPeriod; 0 if not given
 	attempts  int
 	host      string
 	err       error
@@ -35,6 +40,9 @@ func newConfig(opts []Option) config {
 		if opt(&c); c.err != nil {
 			return c
 		}
+	}
+	if c.period > 0 && !c.retained {
+		c.retention = RetentionPeriods * c.period
 	}
 	return c
 }
@@ -58,16 +66,33 @@ func WithTTL(ttl time.Duration) Option {
 // skip the slot, and the records of attempts that History shows. Keep it
 // longer than the period of the job plus the largest clock skew among the
 // hosts (and some, for History): a host that fires after the records of
-// its slot expired runs the job again. The default, DefaultRetention (a
-// day), suits jobs that run up to a few times a day; set it to a few
-// periods for rarer jobs. retention must be at least a millisecond.
+// its slot expired runs the job again. The default is RetentionPeriods
+// periods with WithPeriod, else DefaultRetention (a day), which suits jobs
+// that run up to a few times a day. retention must be at least a
+// millisecond.
 func WithRetention(retention time.Duration) Option {
 	return func(c *config) {
 		if retention < time.Millisecond {
 			c.err = fmt.Errorf("%w: WithRetention(%v): at least 1ms", ErrInvalid, retention)
 			return
 		}
-		c.retention = retention
+		c.retention, c.retained = retention, true
+	}
+}
+
+// WithPeriod tells the Runner the period of its jobs' schedule, the every
+// of Slot: the records of a slot are then kept RetentionPeriods periods
+// (unless WithRetention sets another retention), long enough for late
+// hosts and for History, short enough that a slot's records go away in
+// step with the schedule. Without it, records are kept DefaultRetention.
+// period must be at least a millisecond.
+func WithPeriod(period time.Duration) Option {
+	return func(c *config) {
+		if period < time.Millisecond {
+			c.err = fmt.Errorf("%w: WithPeriod(%v): at least 1ms", ErrInvalid, period)
+			return
+		}
+		c.period = period
 	}
 }
 

@@ -257,6 +257,37 @@ func TestRetention(t *testing.T) {
 	})
 }
 
+// WithPeriod keeps a slot's records RetentionPeriods periods, unless
+// WithRetention says otherwise.
+func TestPeriodSetsTheRetention(t *testing.T) {
+	t.Parallel()
+	locker := newLocker(t, nil)
+	for _, c := range []struct {
+		opts []jobs.Option
+		want time.Duration
+	}{
+		{[]jobs.Option{jobs.WithPeriod(time.Hour)}, jobs.RetentionPeriods * time.Hour},
+		{[]jobs.Option{jobs.WithPeriod(time.Hour), jobs.WithRetention(5 * time.Hour)}, 5 * time.Hour},
+		{nil, jobs.DefaultRetention},
+	} {
+		name := testName(t)
+		runner := jobs.New(locker, c.opts...)
+		if _, err := runner.Run(t.Context(), name, time.Now(), func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var ttl time.Duration
+		for info, err := range locker.Scan(t.Context(), "dlock:job:"+name+"@*/done") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ttl = info.TTL
+		}
+		if ttl <= c.want-time.Minute || ttl > c.want {
+			t.Errorf("with %d options the done record lives %v, want about %v", len(c.opts), ttl, c.want)
+		}
+	}
+}
+
 func TestInvalid(t *testing.T) {
 	t.Parallel()
 	locker := newLocker(t, nil)
@@ -275,6 +306,7 @@ func TestInvalid(t *testing.T) {
 		"nil function":   {jobs.New(locker), "job", slot, nil},
 		"zero ttl":       {jobs.New(locker, jobs.WithTTL(0)), "job", slot, ok},
 		"zero retention": {jobs.New(locker, jobs.WithRetention(0)), "job", slot, ok},
+		"zero period":    {jobs.New(locker, jobs.WithPeriod(0)), "job", slot, ok},
 		"zero attempts":  {jobs.New(locker, jobs.WithAttempts(0)), "job", slot, ok},
 		"nil option":     {jobs.New(locker, nil), "job", slot, ok},
 	} {
