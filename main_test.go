@@ -3,8 +3,6 @@ package dlock_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,29 +18,11 @@ import (
 var redisAddr string
 
 func TestMain(m *testing.M) {
-	srv, stop, err := redistest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	redisAddr = srv.Addr()
 	// go-redis's pool redials a dead server in a goroutine of its own, which
 	// sleeps a second between dials and only then sees that its client was
 	// closed: it outlives tests that kill a server by up to that second.
-	goleak.VerifyTestMain(runThenStop{m, stop},
+	goleak.VerifyTestMain(redistest.Shared(m, &redisAddr),
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
-}
-
-// runThenStop stops the shared server after the tests and before goleak
-// looks for goroutines left behind.
-type runThenStop struct {
-	m    *testing.M
-	stop func()
-}
-
-func (r runThenStop) Run() int {
-	defer r.stop()
-	return r.m.Run()
 }
 
 // env is one redis-server, a go-redis client to it, and a dlock Client on it,

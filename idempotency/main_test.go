@@ -2,8 +2,6 @@ package idempotency_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,25 +22,7 @@ import (
 var redisAddr string
 
 func TestMain(m *testing.M) {
-	srv, stop, err := redistest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	redisAddr = srv.Addr()
-	goleak.VerifyTestMain(runThenStop{m, stop})
-}
-
-// runThenStop stops the shared server after the tests and before goleak
-// looks for goroutines left behind.
-type runThenStop struct {
-	m    *testing.M
-	stop func()
-}
-
-func (r runThenStop) Run() int {
-	defer r.stop()
-	return r.m.Run()
+	goleak.VerifyTestMain(redistest.Shared(m, &redisAddr))
 }
 
 // sharedClient returns a client of the shared server, closed when the test

@@ -2,7 +2,6 @@ package jobs_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,28 +19,10 @@ import (
 var redisAddr string
 
 func TestMain(m *testing.M) {
-	srv, stop, err := redistest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	redisAddr = srv.Addr()
 	// go-redis's pool redials a dead server in a goroutine of its own, which
 	// outlives tests that kill a server by up to a second.
-	goleak.VerifyTestMain(runThenStop{m, stop},
+	goleak.VerifyTestMain(redistest.Shared(m, &redisAddr),
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
-}
-
-// runThenStop stops the shared server after the tests and before goleak
-// looks for goroutines left behind.
-type runThenStop struct {
-	m    *testing.M
-	stop func()
-}
-
-func (r runThenStop) Run() int {
-	defer r.stop()
-	return r.m.Run()
 }
 
 // shared returns a client of the shared server, closed when the test ends.

@@ -3,7 +3,6 @@ package stock_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,25 +20,7 @@ import (
 var redisAddr string
 
 func TestMain(m *testing.M) {
-	srv, stop, err := redistest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	redisAddr = srv.Addr()
-	goleak.VerifyTestMain(runThenStop{m, stop})
-}
-
-// runThenStop stops the shared server after the tests and before goleak
-// looks for goroutines left behind.
-type runThenStop struct {
-	m    *testing.M
-	stop func()
-}
-
-func (r runThenStop) Run() int {
-	defer r.stop()
-	return r.m.Run()
+	goleak.VerifyTestMain(redistest.Shared(m, &redisAddr))
 }
 
 // shared returns a client of the shared server, closed when the test ends.
