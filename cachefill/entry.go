@@ -36,7 +36,7 @@ func notFound(key string) error {
 
 // read reads the entry of k in one round trip.
 func (c *Cache) read(ctx context.Context, k keys) (entry, error) {
-	v, err := bounded(c, ctx, func(ctx context.Context) ([]any, error) {
+	v, err := bounded(ctx, c, func(ctx context.Context) ([]any, error) {
 		return readScript.Run(ctx, c.rdb, []string{k.entry, k.lock}).Slice()
 	})
 	if err != nil {
@@ -107,7 +107,7 @@ func (c *Cache) store(ctx context.Context, k keys, token string, s stored) (int6
 		nf = "1"
 	}
 	took := max(s.took.Milliseconds(), 1) // 0 would never refresh early
-	code, err := bounded(c, ctx, func(ctx context.Context) (int64, error) {
+	code, err := bounded(ctx, c, func(ctx context.Context) (int64, error) {
 		return storeScript.Run(ctx, c.rdb, []string{k.entry, k.lock},
 			token, s.value, nf, s.ttl.Milliseconds(), took, s.gen).Int64()
 	})
@@ -121,7 +121,7 @@ func (c *Cache) store(ctx context.Context, k keys, token string, s stored) (int6
 // and returns by then, or when ctx ends, even if Redis does not answer
 // (go-redis itself may wait for its ReadTimeout): fn then goes on in a
 // goroutine that Close waits for.
-func bounded[T any](c *Cache, ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+func bounded[T any](ctx context.Context, c *Cache, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	ctx, cancel := context.WithTimeout(ctx, c.opts.redisTimeout)
 	defer cancel()

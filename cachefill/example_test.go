@@ -24,7 +24,7 @@ func Example() {
 	defer rdb.Del(ctx, "cachefill{example:hot}:value") // the entry's key: the example runs again
 
 	var loads atomic.Int32
-	loadProduct := func(ctx context.Context) ([]byte, error) {
+	loadProduct := func(context.Context) ([]byte, error) {
 		loads.Add(1)
 		time.Sleep(50 * time.Millisecond) // a slow query
 		return []byte(`{"id":7,"name":"console"}`), nil

@@ -44,7 +44,7 @@ func (c *Cache) fetch(ctx context.Context, r request) ([]byte, error) {
 func (c *Cache) fill(ctx context.Context, r request, held bool) ([]byte, error) {
 	for {
 		if !held {
-			lock, err := bounded(c, ctx, func(ctx context.Context) (*dlock.Lock, error) {
+			lock, err := bounded(ctx, c, func(ctx context.Context) (*dlock.Lock, error) {
 				return c.locker.TryObtain(ctx, r.keys.lock, c.opts.lockTTL, dlock.WithAutoRenew(true))
 			})
 			switch {

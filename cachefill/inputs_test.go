@@ -86,7 +86,7 @@ func TestOddKeys(t *testing.T) {
 	base := testKey(t)
 	keys := []string{"}", "}x", "{", "{}", "a}b", "a{b}c", "\x00\xff", string(make([]byte, 10000))}
 	for i, k := range keys {
-		k = k + base
+		k += base
 		want := string(rune('A' + i))
 		v, err := cache.Get(ctx, k, time.Minute, func(context.Context) ([]byte, error) { return []byte(want), nil })
 		if err != nil || string(v) != want {
@@ -94,7 +94,7 @@ func TestOddKeys(t *testing.T) {
 		}
 	}
 	for i, k := range keys {
-		k = k + base
+		k += base
 		v, err := cache.Get(ctx, k, time.Minute, func(context.Context) ([]byte, error) { return nil, errors.New("loaded again") })
 		if want := string(rune('A' + i)); err != nil || string(v) != want {
 			t.Errorf("second Get of key %d = %q, %v; want %q", i, v, err, want)

@@ -26,7 +26,7 @@ func (c *Cache) Invalidate(ctx context.Context, key string) error {
 	// A load stores within the load timeout and two calls to Redis after
 	// reading the entry; the lock's ttl is a margin on top.
 	markTTL := c.opts.loadTimeout + 2*c.opts.redisTimeout + c.opts.lockTTL
-	code, err := bounded(c, ctx, func(ctx context.Context) (int64, error) {
+	code, err := bounded(ctx, c, func(ctx context.Context) (int64, error) {
 		return invalidateScript.Run(ctx, c.rdb, []string{k.entry}, markTTL.Milliseconds()).Int64()
 	})
 	switch {

@@ -81,12 +81,6 @@ type source struct {
 	loads atomic.Int64
 }
 
-func (s *source) set(v string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.value = v
-}
-
 // load is a load function that returns the source's value.
 func (s *source) load(context.Context) ([]byte, error) {
 	s.loads.Add(1)

@@ -62,7 +62,7 @@ func refreshDue(ttl, delta time.Duration, beta, u float64) bool {
 // as it was: if it obtains the key's lock at once (else another caller is
 // loading it) and nobody stored the entry anew since seen.
 func (c *Cache) refresh(ctx context.Context, r request, seen entry) {
-	lock, err := bounded(c, ctx, func(ctx context.Context) (*dlock.Lock, error) {
+	lock, err := bounded(ctx, c, func(ctx context.Context) (*dlock.Lock, error) {
 		return c.locker.TryObtain(ctx, r.keys.lock, c.opts.lockTTL, dlock.WithAutoRenew(true))
 	})
 	if err != nil {

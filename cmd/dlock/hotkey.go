@@ -31,7 +31,7 @@ func hotKeyMiss(ctx context.Context, d *demo) result {
 		// A generous Redis timeout: on a busy machine, a slow answer of the
 		// embedded Redis must not count as Redis down (a direct load).
 		caches[i] = cachefill.New(d.rdb, cachefill.WithPrefix(prefix), cachefill.WithRedisTimeout(10*time.Second))
-		defer caches[i].Close()
+		defer func() { _ = caches[i].Close() }()
 	}
 
 	var loads atomic.Int32
