@@ -89,7 +89,7 @@ type subscriber struct {
 	cancel   context.CancelFunc // stops the dispatcher; nil until the first watch
 	channels map[string]*channelState
 	dirty    map[string]struct{} // channels the dispatcher must bring in line with Redis
-	fair     map[string]*watch   // the watches with an id (fair waiters), by id
+	byID     map[string]*watch   // the watches with an id (waiters in a queue), by id
 	lastErr  error               // of the last call, for the error of a watch that gave up
 }
 
@@ -142,7 +142,7 @@ func newSubscriber(rdb redis.UniversalClient, logger *slog.Logger) *subscriber {
 		done:     make(chan struct{}),
 		channels: make(map[string]*channelState),
 		dirty:    make(map[string]struct{}),
-		fair:     make(map[string]*watch),
+		byID:     make(map[string]*watch),
 	}
 }
 
@@ -256,8 +256,8 @@ func (w *watch) end(used bool) {
 	w.stopped = true
 	st := s.channels[w.channel]
 	delete(st.watchers, w)
-	if s.fair[w.id] == w {
-		delete(s.fair, w.id)
+	if s.byID[w.id] == w {
+		delete(s.byID, w.id)
 	}
 	if used {
 		st.idleSince = time.Now()
@@ -319,7 +319,7 @@ func (s *subscriber) add(st *channelState, channel, id string, wake chan struct{
 	w := &watch{s: s, channel: channel, id: id, c: wake}
 	st.watchers[w] = struct{}{}
 	if id != "" {
-		s.fair[id] = w
+		s.byID[id] = w
 	}
 	return w
 }
@@ -507,7 +507,7 @@ func (s *subscriber) handoffChannel() string {
 // release.lua). s.mu is held.
 func (s *subscriber) handOver(payload string) {
 	id, fence, handoff := strings.Cut(payload, ":")
-	w := s.fair[id]
+	w := s.byID[id]
 	switch {
 	case w == nil: // gone: its leave passes the lock on
 	case handoff:
