@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/slot"
 )
 
 // LockInfo is what Redis holds for a lock key at one moment, whoever holds
@@ -229,7 +231,7 @@ func lockKeyOf(kind, side string) (string, bool) {
 	switch rest[0] {
 	case ':': // the key has a hash tag
 		key := rest[1:]
-		return key, hasHashTag(key)
+		return key, slot.HasTag(key)
 	case '{': // the key is the tag
 		key, ok := strings.CutSuffix(rest[1:], "}")
 		return key, ok && key != "" && !strings.Contains(key, "}")

@@ -1,9 +1,9 @@
 package dlock
 
 import (
-	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/dlock-go/dlock/internal/slot"
 )
 
 // A side key holds what a lock needs besides its own key: the fence key keeps
@@ -70,7 +70,7 @@ const (
 
 func sideKeyShape(key string) int {
 	switch {
-	case hasHashTag(key):
+	case slot.HasTag(key):
 		return keepsTag
 	case key != "" && strings.IndexByte(key, '}') < 0: // "{}" would be no tag
 		return wholeTag
@@ -87,7 +87,7 @@ func sideKeyLen(kind, key string) int {
 	case wholeTag:
 		return n + 2
 	}
-	return n + 3 + len(slotTag(keySlot(key)))
+	return n + 3 + len(slot.Tag(slot.Of(key)))
 }
 
 // writeSideKey writes sideKey(kind, key) to b.
@@ -104,75 +104,8 @@ func writeSideKey(b *strings.Builder, kind, key string) {
 		b.WriteByte('}')
 	default:
 		b.WriteString("#{")
-		b.WriteString(slotTag(keySlot(key)))
+		b.WriteString(slot.Tag(slot.Of(key)))
 		b.WriteByte('}')
 		b.WriteString(key)
 	}
 }
-
-// hasHashTag reports whether Redis Cluster hashes only part of key: the
-// characters between the first '{' and the first '}' after it, if any.
-func hasHashTag(key string) bool {
-	start := strings.IndexByte(key, '{')
-	if start < 0 {
-		return false
-	}
-	end := strings.IndexByte(key[start+1:], '}')
-	return end > 0
-}
-
-// numSlots is the number of hash slots in Redis Cluster.
-const numSlots = 16384
-
-// keySlot returns the Redis Cluster hash slot of key (CLUSTER KEYSLOT).
-func keySlot(key string) int {
-	if start := strings.IndexByte(key, '{'); start >= 0 {
-		if end := strings.IndexByte(key[start+1:], '}'); end > 0 {
-			key = key[start+1 : start+1+end]
-		}
-	}
-	return int(crc16(key)) % numSlots
-}
-
-// slotTags maps every slot to the shortest decimal string that hashes to it.
-// It is built on first use (about two milliseconds) and only read afterwards.
-var slotTags = sync.OnceValue(func() *[numSlots]string {
-	var tags [numSlots]string
-	for i, left := 0, numSlots; left > 0; i++ {
-		s := strconv.Itoa(i)
-		if slot := keySlot(s); tags[slot] == "" {
-			tags[slot] = s
-			left--
-		}
-	}
-	return &tags
-})
-
-// slotTag returns a hash tag that puts a key in the given slot.
-func slotTag(slot int) string {
-	return slotTags()[slot]
-}
-
-// crc16 is CRC-16/XMODEM, the checksum Redis Cluster uses for key slots.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc = crc<<8 ^ crc16Table[byte(crc>>8)^s[i]]
-	}
-	return crc
-}
-
-var crc16Table = func() (t [256]uint16) {
-	for i := range t {
-		crc := uint16(i) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-		t[i] = crc
-	}
-	return t
-}()

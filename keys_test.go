@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlock-go/dlock/internal/slot"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -34,7 +35,7 @@ func TestSideKeysShareTheSlot(t *testing.T) {
 	srv := redistest.NewServer(t, redistest.WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"))
 	rdb := srv.Client()
 	ctx := context.Background()
-	slot := func(key string) int64 {
+	redisSlot := func(key string) int64 {
 		t.Helper()
 		n, err := rdb.ClusterKeySlot(ctx, key).Result()
 		if err != nil {
@@ -43,12 +44,12 @@ func TestSideKeysShareTheSlot(t *testing.T) {
 		return n
 	}
 	for _, key := range sampleKeys() {
-		want := slot(key)
-		if got := int64(keySlot(key)); got != want {
-			t.Errorf("keySlot(%q) = %d, Redis says %d", key, got, want)
+		want := redisSlot(key)
+		if got := int64(slot.Of(key)); got != want {
+			t.Errorf("slot.Of(%q) = %d, Redis says %d", key, got, want)
 		}
 		side := sideKey(fenceKind, key)
-		if got := slot(side); got != want {
+		if got := redisSlot(side); got != want {
 			t.Errorf("sideKey(%q) = %q in slot %d, want the key's slot %d", key, side, got, want)
 		}
 	}
@@ -71,23 +72,14 @@ func TestSideKeysAreDistinct(t *testing.T) {
 	}
 }
 
-func TestSlotTagsCoverEverySlot(t *testing.T) {
-	t.Parallel()
-	for slot := range numSlots {
-		if tag := slotTag(slot); tag == "" || keySlot(tag) != slot {
-			t.Fatalf("slotTag(%d) = %q, which is in slot %d", slot, tag, keySlot(tag))
-		}
-	}
-}
-
 func FuzzSideKey(f *testing.F) {
 	for _, key := range sampleKeys()[:16] {
 		f.Add(key)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
 		side := sideKey(fenceKind, key)
-		if keySlot(side) != keySlot(key) {
-			t.Errorf("sideKey(%q) = %q: slot %d, want %d", key, side, keySlot(side), keySlot(key))
+		if slot.Of(side) != slot.Of(key) {
+			t.Errorf("sideKey(%q) = %q: slot %d, want %d", key, side, slot.Of(side), slot.Of(key))
 		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/dlock-go/dlock/internal/slot"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -579,7 +580,7 @@ func TestSubscriberCluster(t *testing.T) {
 	srv := redistest.NewServer(t, redistest.WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"))
 	admin := srv.Client()
 	ctx := subCtx(t, 20*time.Second)
-	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, numSlots-1).Err(); err != nil {
+	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, slot.Count-1).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
 	eventually(t, 10*time.Second, "cluster_state:ok", func() bool {

@@ -3,6 +3,8 @@ package stock
 import (
 	"strconv"
 	"strings"
+
+	"github.com/dlock-go/dlock/internal/slot"
 )
 
 // The three keys of a sku, named by suffix (see lua/prelude.lua). The
@@ -27,12 +29,12 @@ const keysPerSKU = 3
 //	stock#{1234}a}b       no tag but a '}': a tag made from the sku's checksum
 func skuBase(prefix, sku string) string {
 	switch {
-	case hasHashTag(sku):
+	case slot.HasTag(sku):
 		return prefix + ":" + sku
 	case strings.IndexByte(sku, '}') < 0:
 		return prefix + "{" + sku + "}"
 	default:
-		return prefix + "#{" + strconv.Itoa(int(crc16(sku))) + "}" + sku
+		return prefix + "#{" + strconv.Itoa(int(slot.CRC16(sku))) + "}" + sku
 	}
 }
 
@@ -40,37 +42,6 @@ func skuBase(prefix, sku string) string {
 func skuKeys(keys []string, prefix, sku string) []string {
 	base := skuBase(prefix, sku)
 	return append(keys, base+levelSuffix, base+ordersSuffix, base+holdsSuffix)
-}
-
-// hasHashTag reports whether Redis Cluster hashes only part of key: the
-// characters between the first '{' and the first '}' after it, if any.
-func hasHashTag(key string) bool {
-	start := strings.IndexByte(key, '{')
-	return start >= 0 && strings.IndexByte(key[start+1:], '}') > 0
-}
-
-// numSlots is the number of hash slots of a Redis Cluster.
-const numSlots = 16384
-
-// keySlot returns the Redis Cluster hash slot of key, as CLUSTER KEYSLOT does.
-func keySlot(key string) int {
-	return int(crc16(hashTag(key))) % numSlots
-}
-
-// crc16 is CRC-16/XMODEM, the checksum Redis Cluster hashes keys with.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
 }
 
 // hashTag returns the part of key that Redis Cluster hashes.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/slot"
 )
 
 // Reserve holds qty units of sku for order, for hold: they are no longer
@@ -151,9 +153,9 @@ func (inv *Inventory) checkSlots(skus []string) error {
 	}
 	switch inv.rdb.(type) {
 	case *redis.ClusterClient:
-		first := keySlot(skuBase(inv.prefix, skus[0]))
+		first := slot.Of(skuBase(inv.prefix, skus[0]))
 		for _, sku := range skus[1:] {
-			if slot := keySlot(skuBase(inv.prefix, sku)); slot != first {
+			if slot := slot.Of(skuBase(inv.prefix, sku)); slot != first {
 				return fmt.Errorf("%w: %q is in slot %d, %q in slot %d; give them one hash tag, as in \"{shop-7}shirt\"",
 					ErrCrossSlot, skus[0], first, sku, slot)
 			}
