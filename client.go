@@ -146,8 +146,8 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 }
 
 func (c *Client) tryObtain(ctx context.Context, key string, ttl time.Duration, cfg obtainConfig) (*Lock, error) {
-	o := op{kind: opAcquire, keys: c.keys(key), token: cfg.newToken(), ttl: ttl, fair: cfg.fair}
-	lock, _, err := c.try(ctx, o, cfg)
+	a := c.newAttempt(lockKind, c.keys(key), cfg.newToken(), ttl, cfg.fair)
+	lock, _, err := c.try(ctx, a, cfg)
 	return lock, err
 }
 
@@ -199,7 +199,7 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, cfg 
 	if cfg.noWait {
 		return c.tryObtain(ctx, key, ttl, cfg)
 	}
-	w := waiter{c: c, cfg: cfg, key: key, keys: c.keys(key), ttl: ttl}
+	w := waiter{c: c, kind: lockKind, cfg: cfg, key: key, keys: c.keys(key), ttl: ttl}
 	return w.obtain(ctx)
 }
 
@@ -228,44 +228,46 @@ func checkTTL(ttl time.Duration) error {
 	return nil
 }
 
-// try makes one attempt, the acquire o. When another holder has the lock,
+// try makes one attempt, a. When another holder has the lock,
 // the error wraps ErrNotObtained, and the reply says what the holder has
 // left (value, negative if unknown) and in fair mode whether the caller is
 // first in the queue.
-func (c *Client) try(ctx context.Context, o op, cfg obtainConfig) (lock *Lock, r reply, err error) {
-	key := o.key()
+func (c *Client) try(ctx context.Context, a attempt, cfg obtainConfig) (lock *Lock, r reply, err error) {
+	key := a.keys[0]
 	sent := time.Now()
-	r, err = c.call(ctx, o)
+	r, err = c.call(ctx, a.op())
 	if err != nil {
 		if replyLost(err) {
 			// The script may have run before the reply was lost.
-			c.releaseInBackground(o)
+			c.releaseInBackground(a)
 		}
 		return nil, r, err
 	}
 	switch r.code {
 	case acquired:
-		lock, err = c.hold(o, r, sent, cfg)
+		lock, err = c.hold(a, r, sent, cfg)
 		return lock, r, err
 	case held:
 		holderTTL := time.Duration(r.value) * time.Millisecond
 		switch r.value {
-		case -2:
+		case freeButQueued:
 			return nil, r, fmt.Errorf("%w: %s is free, but earlier waiters go first", ErrNotObtained, quoteKey(key))
 		case unknownTTL:
 			return nil, r, fmt.Errorf("%w: %s is held by another holder", ErrNotObtained, quoteKey(key))
 		}
 		return nil, r, fmt.Errorf("%w: %s is held by another holder%s", ErrNotObtained, quoteKey(key), expiresIn(holderTTL))
 	case wrongType:
-		return nil, r, fmt.Errorf("%w: %s exists and is not a string, so it is no lock", ErrWrongType, quoteKey(key))
+		return nil, r, a.kind.wrongTypeError(key)
+	case limitMismatch:
+		return nil, r, fmt.Errorf("%w: %s: its permits were taken with a limit of %d, not %v", ErrLimitMismatch, quoteKey(key), r.value, a.limit)
 	}
 	return nil, r, fmt.Errorf("dlock: acquire %s: unexpected reply code %d", quoteKey(key), r.code)
 }
 
-// hold returns the Lock that the acquire o, sent at sent, obtained with the
+// hold returns the Lock that the acquire a, sent at sent, obtained with the
 // reply r, renewed if cfg says so.
-func (c *Client) hold(o op, r reply, sent time.Time, cfg obtainConfig) (*Lock, error) {
-	lock := c.newLock(o, r.value, sent)
+func (c *Client) hold(a attempt, r reply, sent time.Time, cfg obtainConfig) (*Lock, error) {
+	lock := c.newLock(a, r.value, sent)
 	lock.raise = r.raise
 	lock.renewed = cfg.autoRenew
 	lock.stragglers = r.stragglers
@@ -306,7 +308,7 @@ func replyLost(err error) bool {
 }
 
 // releaseInBackground runs releaseLate in a goroutine the Client tracks.
-func (c *Client) releaseInBackground(acquire op) {
+func (c *Client) releaseInBackground(acquire attempt) {
 	if !c.track() {
 		return
 	}
@@ -323,12 +325,12 @@ func (c *Client) releaseInBackground(acquire op) {
 // key if it still holds token, so it never touches anyone else's lock.
 // Trying for longer than the lock lives is pointless, so its ttl bounds it.
 // acquire is the acquire to undo.
-func (c *Client) releaseLate(acquire op) {
+func (c *Client) releaseLate(acquire attempt) {
 	ctx, cancel := context.WithTimeout(context.Background(), acquire.ttl)
 	defer cancel()
-	if _, err := c.run(ctx, acquire.undo()); err != nil {
+	if _, err := c.run(ctx, acquire.undo(false)); err != nil {
 		c.logger.Warn("dlock: could not release a lock in the background; it expires by itself",
-			"key", quoteKey(acquire.key()), "ttl", acquire.ttl, "error", err)
+			"key", quoteKey(acquire.keys[0]), "ttl", acquire.ttl, "error", err)
 	}
 }
 

@@ -25,9 +25,17 @@ var (
 	// resolution of Redis expiry.
 	ErrInvalidTTL = errors.New("dlock: invalid ttl")
 
-	// ErrWrongType means the key exists but holds a value of another Redis
-	// type (a hash, a list, ...), so it is not a lock and never will be one.
+	// ErrWrongType means the key exists but holds something else than the
+	// kind of hold asked for: a value of another Redis type (a hash, a
+	// list, ...), or another kind of hold under the same name (a lock, a
+	// semaphore, an RW lock). Nothing was changed.
 	ErrWrongType = errors.New("dlock: key holds another type")
+
+	// ErrLimitMismatch means a semaphore's permits are held with another
+	// limit than the one asked for: Clients that share a semaphore must
+	// agree on its limit. Once every permit is released or expired, the
+	// next acquire sets the limit anew.
+	ErrLimitMismatch = errors.New("dlock: semaphore limit mismatch")
 
 	// ErrNilClient means New was given a nil Redis client.
 	ErrNilClient = errors.New("dlock: nil redis client")

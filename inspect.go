@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"iter"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,30 +49,81 @@ type LockInfo struct {
 	// Obtain), counting those whose lease there still runs. On a Redlock
 	// quorum waiters leave no trace in Redis and are not counted.
 	Waiters int
+
+	// Kind is what the key holds: "lock" (Obtain), "semaphore"
+	// (Client.Semaphore) or "rwmutex" (Client.RWMutex); "" when it is not
+	// held.
+	Kind string
+
+	// Limit is a semaphore's limit, as its permits were taken with; 0 for
+	// the other kinds.
+	Limit int
+
+	// Holders are the holders of a semaphore or an RW lock, one for each
+	// permit or read hold, or the writer (TTL, Fingerprint and Fence above
+	// are then those of the holding that expires first, and the largest
+	// fence handed out). nil for a lock, which has one holder.
+	Holders []HolderInfo
 }
 
-// Inspect reports the state of the lock named key, whoever holds it, in one
-// round trip. It changes nothing. A key of another type gives ErrWrongType.
+// HolderInfo is one holder of a semaphore or an RW lock, in LockInfo.
+type HolderInfo struct {
+	// Mode is "permit" for a semaphore, "read" or "write" for an RW lock.
+	Mode string
+
+	// Fingerprint tells the holder apart, as LockInfo.Fingerprint does for
+	// a lock; Lock.Fingerprint is the holder's own.
+	Fingerprint string
+
+	// TTL is its holding's remaining time to live.
+	TTL time.Duration
+
+	// Fence is the fencing token its acquire got; 0 on a Redlock quorum,
+	// where only the holder's first Lock.Fence hands one out.
+	Fence int64
+
+	value string // see Value
+}
+
+// Value returns the value the holder's hold carries (see WithValue), or "".
+func (h HolderInfo) Value() string { return h.value }
+
+// Inspect reports the state of the lock, semaphore or RW lock named key,
+// whoever holds it, in one round trip. It changes nothing. A key of another
+// type gives ErrWrongType.
 func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	if err := c.checkKey(key); err != nil {
 		return LockInfo{}, err
 	}
-	r, err := c.call(ctx, op{kind: opInspect, keys: queueKeys(key)})
+	r, err := c.call(ctx, inspectOp(key))
 	switch {
 	case err != nil:
 		return LockInfo{}, err
-	case r.code == 2:
-		return LockInfo{}, fmt.Errorf("%w: %s exists and is not a string, so it is no lock", ErrWrongType, quoteKey(key))
+	case r.code == stateWrongType:
+		return LockInfo{}, fmt.Errorf("%w: %s exists and is no lock, semaphore or RW lock", ErrWrongType, quoteKey(key))
 	}
-	info := LockInfo{Key: key, Held: r.code == 1, Fingerprint: fingerprint(r.token), Fence: r.fence, Waiters: int(r.waiters), value: valueOf(r.token)}
-	switch {
-	case !info.Held:
-	case r.value < 0:
-		info.TTL = -1
-	default:
-		info.TTL = time.Duration(r.value) * time.Millisecond
+	info := LockInfo{Key: key, Held: r.code == stateHeld, Fingerprint: fingerprint(r.token), Fence: r.fence, Waiters: int(r.waiters), value: valueOf(r.token)}
+	if info.Held {
+		info.TTL = pttlDuration(r.value)
+		info.Kind, info.Limit = "lock", int(r.limit)
+		if r.holders != nil {
+			info.Kind = r.kind
+			info.Holders = make([]HolderInfo, len(r.holders))
+			for i, h := range r.holders {
+				info.Holders[i] = HolderInfo{Mode: h.mode, Fingerprint: fingerprint(h.token), TTL: pttlDuration(h.pttl), Fence: h.fence, value: valueOf(h.token)}
+			}
+		}
 	}
 	return info, nil
+}
+
+// pttlDuration returns a PTTL in milliseconds as a Duration: -1 (one
+// nanosecond under zero) for no expiry, as go-redis does.
+func pttlDuration(ms int64) time.Duration {
+	if ms < 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // Fingerprint returns this holder's fingerprint: what LockInfo.Fingerprint
@@ -101,14 +153,14 @@ func (c *Client) ForceRelease(ctx context.Context, key string) (bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return false, err
 	}
-	r, err := c.call(ctx, op{kind: opForceRelease, keys: lockKeys(key)})
+	r, err := c.call(ctx, forceReleaseOp(key))
 	switch {
 	case err != nil:
 		return false, err
-	case r.code == 2:
-		return false, fmt.Errorf("%w: %s exists and is not a string, so it is no lock", ErrWrongType, quoteKey(key))
+	case r.code == stateWrongType:
+		return false, fmt.Errorf("%w: %s exists and is no lock, semaphore or RW lock", ErrWrongType, quoteKey(key))
 	}
-	return r.code == 1, nil
+	return r.code == ours, nil
 }
 
 func (c *Client) checkKey(key string) error {
@@ -243,4 +295,62 @@ func lockKeyOf(kind, side string) (string, bool) {
 		return key, ok && sideKey(kind, key) == side
 	}
 	return "", false
+}
+
+// inspectOp returns the inspection of the lock, semaphore or RW lock named
+// key (see inspect.lua).
+func inspectOp(key string) op {
+	return op{name: "inspect", script: inspectScript, keys: holdKeys(key), decode: decodeInspect, onQuorum: (*quorum).inspect}
+}
+
+// forceReleaseOp returns the force release of whatever hold is named key.
+func forceReleaseOp(key string) op {
+	return op{name: "force-release", script: forceReleaseScript, keys: holdKeys(key), onQuorum: (*quorum).forceRelease}
+}
+
+// decodeInspect reads inspect.lua's reply: {state, token, pttl, fence,
+// waiters}, and for a shared hold also {kind, limit, holders}, holders
+// flat as mode, name, pttl, fence for each.
+func decodeInspect(v any) (reply, bool) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 5 && len(a) != 8 {
+		return reply{}, false
+	}
+	state, ok1 := a[0].(int64)
+	token, ok2 := a[1].(string)
+	pttl, ok3 := a[2].(int64)
+	fence, ok4 := a[3].(string)
+	waiters, ok5 := a[4].(int64)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
+		return reply{}, false
+	}
+	r := reply{code: state, value: pttl, token: token, waiters: waiters}
+	if fence != "" {
+		var err error
+		fence, r.fenceTag, _ = strings.Cut(fence, ":") // a Redlock holder's tag (raise_fence.lua)
+		if r.fence, err = strconv.ParseInt(fence, 10, 64); err != nil {
+			return reply{}, false
+		}
+	}
+	if len(a) == 5 {
+		return r, true
+	}
+	kind, ok1 := a[5].(string)
+	limit, ok2 := a[6].(int64)
+	flat, ok3 := a[7].([]any)
+	if !ok1 || !ok2 || !ok3 || len(flat)%4 != 0 {
+		return reply{}, false
+	}
+	r.kind, r.limit, r.holders = kind, limit, make([]holderReply, 0, len(flat)/4)
+	for i := 0; i < len(flat); i += 4 {
+		mode, ok1 := flat[i].(string)
+		name, ok2 := flat[i+1].(string)
+		pttl, ok3 := flat[i+2].(int64)
+		fence, ok4 := flat[i+3].(int64)
+		if !ok1 || !ok2 || !ok3 || !ok4 || name == "" {
+			return reply{}, false
+		}
+		r.holders = append(r.holders, holderReply{mode: mode, token: name[1:], pttl: pttl, fence: fence})
+	}
+	return r, true
 }

@@ -32,6 +32,13 @@ const (
 	leaseKind = "lease"
 )
 
+// The side keys of a shared hold (a semaphore, an RW lock): the fences of
+// its holders, and the writers that wait for an RW lock.
+const (
+	holdsKind   = "holds"
+	writersKind = "writers"
+)
+
 // lockKeys returns the KEYS of every script on the lock named key: the key
 // itself and its fence key. A Lock keeps the slice for all its calls.
 func lockKeys(key string) []string {
@@ -51,6 +58,33 @@ func queueKeys(key string) []string {
 	writeSideKey(&b, leaseKind, key)
 	s := b.String()
 	return []string{key, s[:n1], s[n1 : n1+n2], s[n1+n2:]}
+}
+
+// holdKeys returns the KEYS of the scripts of a shared hold named key
+// (hold_*.lua), and of inspect.lua and force_release.lua, which look at
+// every kind: queueKeys, then the fences of the holders and the waiting
+// writers.
+func holdKeys(key string) []string {
+	kinds := [...]string{fenceKind, queueKind, leaseKind, holdsKind, writersKind}
+	var lens [len(kinds)]int
+	total := 0
+	for i, kind := range kinds {
+		lens[i] = sideKeyLen(kind, key)
+		total += lens[i]
+	}
+	var b strings.Builder
+	b.Grow(total)
+	for _, kind := range kinds {
+		writeSideKey(&b, kind, key)
+	}
+	s := b.String()
+	keys := make([]string, 1, 1+len(kinds))
+	keys[0] = key
+	for _, n := range lens {
+		keys = append(keys, s[:n])
+		s = s[n:]
+	}
+	return keys
 }
 
 // sideKey returns the name of the side key of the given kind for a lock key.

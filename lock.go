@@ -16,11 +16,12 @@ import (
 // protected resource reject a holder that lost the lock without knowing it.
 type Lock struct {
 	client *Client
+	kind   *holdKind
 	key    string
 	token  string
 	fence  int64
 	keys   []string     // the scripts' KEYS, from the acquire
-	arg    any          // token, boxed once for the scripts' ARGV
+	arg    any          // the holder's name in Redis, boxed once for the scripts' ARGV (see attempt)
 	ttl    atomic.Int64 // of the acquire or the last Refresh, and of every automatic refresh
 	until  atomic.Int64 // validity deadline, nanoseconds after client.epoch
 	gone   atomic.Bool  // released, or found not held: no need to ask Redis again
@@ -39,12 +40,12 @@ type Lock struct {
 	renew      renewState // the renewer's bookkeeping, under renewer.mu
 }
 
-// newLock returns the Lock that the acquire o obtained, with the fence it
-// got. It keeps the acquire's keys and boxed token for its own calls.
-func (c *Client) newLock(o op, fence int64, sent time.Time) *Lock {
-	l := &Lock{client: c, key: o.key(), token: o.token.(string), fence: fence, keys: o.keys, arg: o.token}
-	l.ttl.Store(int64(o.ttl))
-	l.setUntil(sent, o.ttl)
+// newLock returns the Lock that the acquire a obtained, with the fence it
+// got. It keeps the acquire's keys and boxed name for its own calls.
+func (c *Client) newLock(a attempt, fence int64, sent time.Time) *Lock {
+	l := &Lock{client: c, kind: a.kind, key: a.keys[0], token: a.token, fence: fence, keys: a.keys, arg: a.arg}
+	l.ttl.Store(int64(a.ttl))
+	l.setUntil(sent, a.ttl)
 	return l
 }
 
@@ -119,11 +120,11 @@ func (l *Lock) Release(ctx context.Context) error {
 	if err := l.check("release"); err != nil {
 		return err
 	}
-	r, err := l.client.call(ctx, op{kind: opRelease, keys: l.keys, token: l.arg, after: l.stragglers})
+	r, err := l.client.call(ctx, l.releaseOp())
 	if err != nil {
 		return err
 	}
-	if r.code != 1 {
+	if r.code != ours {
 		l.end(l.lostError("release found it gone or taken"))
 		return l.notHeld("release")
 	}
@@ -155,14 +156,14 @@ func (l *Lock) ReleaseAfter(ctx context.Context, d time.Duration) error {
 			return err
 		}
 	}
-	r, err := l.client.call(ctx, op{kind: opRefresh, keys: l.keys, token: l.arg, ttl: d, after: l.stragglers})
+	r, err := l.client.call(ctx, l.refreshOp(d))
 	if err != nil {
 		if l.renewed {
 			l.client.renewer.resume(l)
 		}
 		return err
 	}
-	if r.code != 1 {
+	if r.code != ours {
 		l.end(l.lostError("release found it gone or taken"))
 		return l.notHeld("release")
 	}
@@ -187,11 +188,11 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	sent := time.Now()
-	r, err := l.client.call(ctx, op{kind: opRefresh, keys: l.keys, token: l.arg, ttl: ttl, after: l.stragglers})
+	r, err := l.client.call(ctx, l.refreshOp(ttl))
 	if err != nil {
 		return err
 	}
-	if r.code != 1 {
+	if r.code != ours {
 		l.end(l.lostError("refresh found it gone or taken"))
 		return l.notHeld("refresh")
 	}
@@ -213,11 +214,11 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if err := l.check("ttl"); err != nil {
 		return 0, err
 	}
-	r, err := l.client.call(ctx, op{kind: opTTL, keys: l.keys, token: l.arg, after: l.stragglers})
+	r, err := l.client.call(ctx, l.ttlOp())
 	switch {
 	case err != nil:
 		return 0, err
-	case r.code != 1:
+	case r.code != ours:
 		l.end(l.lostError("ttl found it gone or taken"))
 		return 0, l.notHeld("ttl")
 	case r.value < 0:

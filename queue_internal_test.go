@@ -22,8 +22,10 @@ func TestQueueWakesOneAndHandsOverToTheOneBeaten(t *testing.T) {
 	n := newNode(rdb, replicaAck{})
 	keys := queueKeys("queue:steps")
 	const ttl = time.Minute
-	acquire := func(token string) op { return op{kind: opAcquire, keys: keys, token: token, ttl: ttl} }
-	waiting := func(token string) op {
+	acquire := func(token string) attempt {
+		return attempt{kind: lockKind, keys: keys, token: token, arg: token, ttl: ttl, counted: n.counted}
+	}
+	waiting := func(token string) attempt {
 		o := acquire(token)
 		o.lease, o.notify = waitLease, "channel:"+token
 		return o
@@ -46,50 +48,50 @@ func TestQueueWakesOneAndHandsOverToTheOneBeaten(t *testing.T) {
 	}
 	messages := ps.Channel()
 
-	if r := run(acquire("holder")); r.code != acquired {
+	if r := run(acquire("holder").op()); r.code != acquired {
 		t.Fatalf("holder: %+v", r)
 	}
-	if r := run(waiting("w1")); r.code != held || !r.head {
+	if r := run(waiting("w1").op()); r.code != held || !r.head {
 		t.Fatalf("w1 joins the queue first: %+v", r)
 	}
-	if r := run(waiting("w2")); r.code != held || r.head {
+	if r := run(waiting("w2").op()); r.code != held || r.head {
 		t.Fatalf("w2 joins the queue second: %+v", r)
 	}
 
-	run(acquire("holder").undo()) // released: w1 alone is woken, to try
+	run(acquire("holder").undo(false)) // released: w1 alone is woken, to try
 	if m := <-messages; m.Channel != "channel:w1" || m.Payload != "w1" {
 		t.Fatalf("the release told %s %q, want w1 woken on its channel", m.Channel, m.Payload)
 	}
-	if r := run(acquire("newcomer")); r.code != acquired {
+	if r := run(acquire("newcomer").op()); r.code != acquired {
 		t.Fatalf("a newcomer on the free lock: %+v, want it taken (barging)", r)
 	}
 	woken := waiting("w1")
 	woken.woken = true
-	if r := run(woken); r.code != held || !r.head {
+	if r := run(woken.op()); r.code != held || !r.head {
 		t.Fatalf("w1, woken but beaten: %+v, want it first still", r)
 	}
 
-	run(acquire("newcomer").undo()) // released: handed over to w1, which was beaten
+	run(acquire("newcomer").undo(false)) // released: handed over to w1, which was beaten
 	if m := <-messages; m.Channel != "channel:w1" || !strings.HasPrefix(m.Payload, "w1:") {
 		t.Fatalf("the release told %s %q, want the lock handed over to w1", m.Channel, m.Payload)
 	}
 	if v := rdb.Get(ctx, "queue:steps").Val(); v != "w1" {
 		t.Fatalf("the lock holds %q after the release, want w1's token", v)
 	}
-	if r := run(waiting("w1")); r.code != acquired {
+	if r := run(waiting("w1").op()); r.code != acquired {
 		t.Fatalf("w1 after the handoff: %+v, want the lock its own", r)
 	}
 
-	run(acquire("w1").undo()) // w2 is woken
+	run(acquire("w1").undo(false)) // w2 is woken
 	if m := <-messages; m.Channel != "channel:w2" || m.Payload != "w2" {
 		t.Fatalf("the release told %s %q, want w2 woken", m.Channel, m.Payload)
 	}
 	fair := acquire("fair-newcomer")
 	fair.fair = true
-	if r := run(fair); r.code != held || r.value != -2 {
+	if r := run(fair.op()); r.code != held || r.value != -2 {
 		t.Fatalf("a fair newcomer with w2 queued: %+v, want it to let w2 go first", r)
 	}
-	if r := run(acquire("newcomer2")); r.code != acquired {
+	if r := run(acquire("newcomer2").op()); r.code != acquired {
 		t.Fatalf("a plain newcomer with w2 queued: %+v, want the free lock its own", r)
 	}
 }

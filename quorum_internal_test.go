@@ -56,16 +56,18 @@ func TestFencelessAcquireResent(t *testing.T) {
 	rdb := redistest.NewServer(t).Client()
 	n := newNode(rdb, replicaAck{})
 	n.fenceless = true
-	o := op{kind: opAcquire, keys: lockKeys("test:resent"), token: newToken(), ttl: time.Minute}
+	token := newToken()
+	a := attempt{kind: lockKind, keys: lockKeys("test:resent"), token: token, arg: token, ttl: time.Minute}
+	o := a.op()
 	for i := range 2 {
 		r, err := n.run(context.Background(), o)
 		if err != nil || r.code != acquired {
 			t.Fatalf("acquire %d = %+v, %v; want acquired", i+1, r, err)
 		}
 	}
-	other := o
-	other.token = newToken()
-	r, err := n.run(context.Background(), other)
+	other := a
+	other.retoken(newToken())
+	r, err := n.run(context.Background(), other.op())
 	if err != nil || r.code != held || r.value != unknownTTL {
 		t.Errorf("acquire by another = %+v, %v; want held, PTTL unknown", r, err)
 	}
@@ -98,7 +100,8 @@ func TestFencelessAcquireWithoutPExpireGT(t *testing.T) {
 	rdb.AddHook(refusePExpireGT{})
 	n := newNode(rdb, replicaAck{})
 	n.fenceless = true
-	o := op{kind: opAcquire, keys: lockKeys("test:nogt"), token: newToken(), ttl: time.Minute}
+	token := newToken()
+	o := attempt{kind: lockKind, keys: lockKeys("test:nogt"), token: token, arg: token, ttl: time.Minute}.op()
 	r, err := n.run(context.Background(), o)
 	if err != nil || r.code != acquired {
 		t.Fatalf("acquire = %+v, %v; want acquired", r, err)
@@ -119,7 +122,7 @@ func TestUnknownOperationIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := newNode(rdb, replicaAck{})
-	if _, err := n.run(ctx, op{kind: opKind(200), keys: keys}); err == nil {
+	if _, err := n.run(ctx, op{name: "unknown", keys: keys}); err == nil {
 		t.Error("a node ran an unknown operation")
 	}
 	c, err := NewRedlock([]redis.UniversalClient{rdb})
@@ -127,7 +130,8 @@ func TestUnknownOperationIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.quorum.run(ctx, op{kind: opLeave, keys: lockKeys("unknown:op"), token: "x"}); err == nil {
+	leave := attempt{kind: lockKind, keys: lockKeys("unknown:op"), token: "x", arg: "x", ttl: time.Second, lease: time.Second}.undo(false)
+	if _, err := c.quorum.run(ctx, leave); err == nil {
 		t.Error("a quorum ran a leave")
 	}
 	if v := rdb.Get(ctx, keys[0]).Val(); v != "holder" {

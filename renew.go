@@ -294,7 +294,7 @@ func (r *renewer) lost(l *Lock, how string, release bool) {
 	if l.end(l.lostError(how)) {
 		r.c.logger.Warn("dlock: lock lost", "key", quoteKey(l.key), "reason", how)
 		if release {
-			r.c.releaseInBackground(op{kind: opAcquire, keys: l.keys, token: l.arg, ttl: l.currentTTL()})
+			r.c.releaseInBackground(l.attempt())
 		}
 	}
 }

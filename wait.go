@@ -28,6 +28,8 @@ import (
 // listens.
 type waiter struct {
 	c       *Client
+	kind    *holdKind
+	limit   any // a semaphore's, boxed; nil for other kinds
 	cfg     obtainConfig
 	key     string
 	keys    []string
@@ -54,19 +56,20 @@ const waitLease = 3 * FairLease
 const subscribeTimeout = time.Second
 
 func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
-	o := op{kind: opAcquire, keys: w.keys, token: w.cfg.newToken(), ttl: w.ttl, fair: w.cfg.fair}
+	a := w.c.newAttempt(w.kind, w.keys, w.cfg.newToken(), w.ttl, w.cfg.fair)
+	a.limit = w.limit
 	queues := w.c.quorum == nil // a Redlock has no queue
 	id := ""                    // woken by every release message
 	if queues {
-		// A waiter of the queue keeps its token, which is its place there,
+		// A waiter of the queue keeps its name, which is its place there,
 		// and is woken only when its turn comes (or by a message for all).
-		id = o.token.(string)
+		id = a.arg.(string)
 	}
 	channel := w.keys[1]
 	subscribed := w.listenIfSubscribed(channel, id) || queues && w.listenQueued(channel, id)
 	defer w.stop()
 	if queues && subscribed {
-		w.join(&o)
+		w.join(&a)
 	}
 	// Otherwise the first try does not queue (lease 0): it takes the lock
 	// if it is free (in fair mode, and nobody waits). Found held, the
@@ -80,17 +83,17 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 			// is taken back in the background on the nodes that had not
 			// answered, and with the same token that would delete what a
 			// later attempt won there.
-			o.token = w.cfg.newToken()
+			a.retoken(w.cfg.newToken())
 		}
 		sent = time.Now()
-		lock, r, err := w.c.try(ctx, o, w.cfg)
+		lock, r, err := w.c.try(ctx, a, w.cfg)
 		if !errors.Is(err, ErrNotObtained) {
 			if err != nil && wasHeld && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				// The context ended during an attempt; the last answer was "held".
 				err = fmt.Errorf("%w: %s was held at the last attempt: %w", ErrNotObtained, quoteKey(w.key), err)
 			}
-			if err != nil && o.queued() && !replyLost(err) {
-				w.leave(o) // (a lost reply is cleaned up by try)
+			if err != nil && a.queued() && !replyLost(err) {
+				w.leave(a) // (a lost reply is cleaned up by try)
 			}
 			return lock, err
 		}
@@ -98,8 +101,8 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 		if !subscribed {
 			subscribed = true
 			listening := w.subscribe(ctx, channel, id)
-			if queues && (listening || w.cfg.fair) && o.lease == 0 {
-				w.join(&o)
+			if queues && (listening || w.cfg.fair) && a.lease == 0 {
+				w.join(&a)
 				continue // join the queue now
 			}
 			if listening {
@@ -107,29 +110,29 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 			}
 		}
 		sleeps++
-		if !w.sleep(ctx, w.delay(sleeps, o, r)) {
-			if o.queued() {
-				w.leave(o)
+		if !w.sleep(ctx, w.delay(sleeps, a, r)) {
+			if a.queued() {
+				w.leave(a)
 			}
 			return nil, w.c.withFailures(fmt.Errorf("%w: %w", err, contextError(ctx)), w.key)
 		}
-		if lock := w.handedOver(o, sent); lock != nil {
+		if lock := w.handedOver(a, sent); lock != nil {
 			return lock, nil
 		}
-		o.woken = w.takeWoken()
+		a.woken = w.takeWoken()
 	}
 }
 
-// join makes the acquire o join the queue from its next try on, told of a
+// join makes the attempt a join the queue from its next try on, told of a
 // handoff or of its turn on the Client's own channel if Redis has
 // confirmed it (see subscriber.handoffChannel). Both stay as they are for
 // the rest of the wait: with the token, they name the waiter in the queue.
-func (w *waiter) join(o *op) {
-	o.lease = waitLease
+func (w *waiter) join(a *attempt) {
+	a.lease = waitLease
 	if w.cfg.fair {
-		o.lease = FairLease
+		a.lease = FairLease
 	}
-	o.notify = w.c.subs[0].handoffChannel()
+	a.notify = w.c.subs[0].handoffChannel()
 }
 
 // listenIfSubscribed listens on the lock's channel if every node's
@@ -212,14 +215,14 @@ func (w *waiter) subscribe(ctx context.Context, channel, id string) bool {
 }
 
 // delay is how long to sleep for the n-th time (the Backoff's attempt),
-// after the attempt o whose reply was r, unless a release message comes
+// after the attempt a whose reply was r, unless a release message comes
 // first.
-func (w *waiter) delay(n int, o op, r reply) time.Duration {
+func (w *waiter) delay(n int, a attempt, r reply) time.Duration {
 	holderTTL := time.Duration(r.value) * time.Millisecond
-	if o.lease > 0 && !r.head {
+	if a.lease > 0 && !r.head {
 		// Not our turn: only a message for us, or keeping our place in
 		// the queue, wakes us.
-		return o.lease / 3
+		return a.lease / 3
 	}
 	d := max(w.cfg.backoff.Delay(n, holderTTL), 0)
 	if len(w.watches) > 0 {
@@ -230,8 +233,8 @@ func (w *waiter) delay(n int, o op, r reply) time.Duration {
 	if holderTTL >= 0 {
 		d = min(d, holderTTL)
 	}
-	if o.lease > 0 {
-		d = min(d, o.lease/3)
+	if a.lease > 0 {
+		d = min(d, a.lease/3)
 	}
 	return d
 }
@@ -267,21 +270,21 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration) bool {
 // half of it (we waited long since), handedOver returns nil, and the next
 // attempt, which finds the lock ours, sets the time to live again from its
 // own start, for the whole ttl.
-func (w *waiter) handedOver(o op, sent time.Time) *Lock {
-	if !o.queued() || len(w.watches) == 0 {
+func (w *waiter) handedOver(a attempt, sent time.Time) *Lock {
+	if !a.queued() || len(w.watches) == 0 {
 		return nil
 	}
 	payload, ok := w.watches[0].takeHandoff()
-	if !ok || o.ttl > FairLease {
+	if !ok || a.ttl > FairLease {
 		return nil
 	}
 	fence, err := strconv.ParseInt(payload, 10, 64)
-	if err != nil || time.Until(sent.Add(o.ttl-drift(o.ttl))) < o.ttl/2 {
+	if err != nil || time.Until(sent.Add(a.ttl-drift(a.ttl))) < a.ttl/2 {
 		return nil
 	}
-	lock, err := w.c.hold(o, reply{code: acquired, value: fence}, sent, w.cfg)
+	lock, err := w.c.hold(a, reply{code: acquired, value: fence}, sent, w.cfg)
 	if err != nil {
-		w.leave(o) // closed meanwhile: give it back
+		w.leave(a) // closed meanwhile: give it back
 		return nil
 	}
 	return lock
@@ -291,17 +294,17 @@ func (w *waiter) handedOver(o op, sent time.Time) *Lock {
 // background, and lets the next one have its turn. Once the Client is
 // closed, it does so before Obtain returns, in the caller's goroutine: a
 // waiter that Close ended leaves at once, not when its lease runs out.
-func (w *waiter) leave(o op) {
+func (w *waiter) leave(a attempt) {
 	if w.c.track() {
 		go func() {
 			defer w.c.wg.Done()
-			w.c.releaseLate(o)
+			w.c.releaseLate(a)
 		}()
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(o.ttl, closedLeaveTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), min(a.ttl, closedLeaveTimeout))
 	defer cancel()
-	_, _ = w.c.run(ctx, o.undo()) // best effort: else its lease runs out
+	_, _ = w.c.run(ctx, a.undo(false)) // best effort: else its lease runs out
 }
 
 // closedLeaveTimeout bounds the leave of a fair waiter ended by Close.

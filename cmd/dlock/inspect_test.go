@@ -200,7 +200,7 @@ func TestStatusOfAnotherType(t *testing.T) {
 	srv := redistest.NewServer(t)
 	srv.Client().HSet(context.Background(), "h", "f", "v")
 	code, _, errOut := runCLI(t, "status", "--redis", srv.URL(), "h")
-	if code != exitUsage || !strings.Contains(errOut, "not a string") {
+	if code != exitUsage || !strings.Contains(errOut, "no lock") {
 		t.Errorf("status of a hash = %d, %q", code, errOut)
 	}
 }

@@ -1,0 +1,189 @@
+package dlock
+
+import (
+	"fmt"
+	"time"
+)
+
+// holdKind is a kind of hold: a lock, a semaphore's permit, or a read or
+// write hold of an RW lock. Its scripts are its operations: a Lock of any
+// kind is released, refreshed, renewed, fenced and woken for through them
+// by the same machinery.
+type holdKind struct {
+	name string // "lock", "semaphore", "read", "write"
+	// acquire takes the hold in one step without joining the queue of
+	// waiters: a first try, while nobody contends. nil: queueAcquire with
+	// no lease does that.
+	acquire      *script
+	queueAcquire *script // takes the hold, or waits for it in the queue
+	release      *script // also a waiter's leave, and the wake-up of the next
+	refresh      *script
+	ttl          *script
+	raiseFence   *script // Redlock: stores the quorum's fence (see fenceRaise)
+	// setNX: a Redlock node takes it with a plain SET NX (see
+	// node.acquireFenceless), not with acquire
+	setNX bool
+	// class is what the name of a holder starts with in a shared hold's
+	// set of holders (hold_acquire.lua); "" for a lock, named by its token
+	class string
+}
+
+// lockKind is the kind of the locks of Obtain, TryObtain and Do.
+var lockKind = &holdKind{
+	name:         "lock",
+	acquire:      acquireScript,
+	queueAcquire: queueAcquireScript,
+	release:      releaseScript,
+	refresh:      refreshScript,
+	ttl:          ttlScript,
+	raiseFence:   raiseFenceScript,
+	setNX:        true,
+}
+
+// attempt is one acquire of a hold: what a waiter changes between its
+// tries, and what a failed or abandoned acquire is taken back with.
+type attempt struct {
+	kind  *holdKind
+	keys  []string // the scripts' KEYS (see Client.keys)
+	token string   // the holder's token, for the Lock
+	// arg is the holder's name in Redis, boxed once for the scripts' ARGV:
+	// the token for a lock, class and token for a shared hold
+	arg   any
+	ttl   time.Duration
+	fair  bool          // WithFair: the waiter takes its turn in the queue
+	lease time.Duration // the waiter's lease in the queue; 0 to not join it
+	// queued: the channel on which the waiter hears of a handoff or of its
+	// turn to try, its subscriber's own; part of its name in the queue
+	notify  string
+	woken   bool // queued acquire of a barging waiter: a release woke it
+	limit   any  // a semaphore's limit, boxed; nil for other kinds
+	counted any  // the node's (see node.counted), for a release
+}
+
+// newAttempt returns the first attempt of an acquire of kind with token.
+func (c *Client) newAttempt(kind *holdKind, keys []string, token string, ttl time.Duration, fair bool) attempt {
+	a := attempt{kind: kind, keys: keys, token: token, arg: token, ttl: ttl, fair: fair, counted: c.counted()}
+	if kind.class != "" {
+		a.arg = kind.class + token
+	}
+	return a
+}
+
+// retoken gives the attempt a fresh token (see waiter.obtain).
+func (a *attempt) retoken(token string) {
+	a.token, a.arg = token, token
+	if a.kind.class != "" {
+		a.arg = a.kind.class + token
+	}
+}
+
+// queued reports whether the acquire goes through the queue of waiters: in
+// fair mode always, else once the waiter joined it.
+func (a attempt) queued() bool { return a.fair || a.lease > 0 }
+
+// op returns the acquire of this attempt.
+func (a attempt) op() op {
+	o := op{name: "acquire", keys: a.keys, ttl: a.ttl, acq: a, onNode: (*node).acquire, onQuorum: (*quorum).acquire}
+	if a.queued() || a.kind.acquire == nil {
+		o.script, o.args = a.kind.queueAcquire, a.queueArgs()
+	} else {
+		o.script, o.keys, o.args = a.kind.acquire, a.keys[:2], []any{a.arg, a.ttl.Milliseconds()}
+	}
+	return o
+}
+
+// queueArgs returns the ARGV of the queued acquire (queue_acquire.lua,
+// hold_acquire.lua).
+func (a attempt) queueArgs() []any {
+	mode, woken := "", ""
+	if !a.fair {
+		mode = "barge"
+	}
+	if a.woken {
+		woken = "1"
+	}
+	if a.limit != nil {
+		return []any{a.arg, a.ttl.Milliseconds(), a.lease.Milliseconds(), a.notify, mode, woken, a.limit}
+	}
+	return []any{a.arg, a.ttl.Milliseconds(), a.lease.Milliseconds(), a.notify, mode, woken}
+}
+
+// undo returns the operation that takes back what the attempt may have
+// done: release the hold if it got it, and for a waiter in the queue also
+// leave it (and pass the hold on). quiet: a Redlock attempt's take-back,
+// which tells nobody (see quorum.undo).
+func (a attempt) undo(quiet bool) op {
+	mode, ttl := "", time.Duration(0)
+	switch {
+	case a.queued():
+		mode, ttl = "leave", a.ttl
+	case quiet:
+		mode = "quiet"
+	}
+	return releaseOp(a.kind, a.keys, a.arg, mode, ttl, a.notify, a.counted)
+}
+
+// releaseOp returns the release of the holding arg (mode "") or, with
+// mode "leave", a waiter's leave (see release.lua for the ARGV).
+func releaseOp(kind *holdKind, keys []string, arg any, mode string, ttl time.Duration, notify string, counted any) op {
+	o := op{name: "release", script: kind.release, keys: keys, args: []any{arg, mode, ttl.Milliseconds(), fairLeaseMillis, notify, counted}}
+	if mode == "leave" {
+		o.name = "leave" // a quorum has no queue to leave
+	} else {
+		o.onQuorum = (*quorum).release
+	}
+	return o
+}
+
+// fairLeaseMillis is FairLease for the scripts' ARGV, boxed once: never
+// changed.
+var fairLeaseMillis any = FairLease.Milliseconds()
+
+// counted returns what a release tells its script of PUBLISH's count (see
+// release.lua): "1" on a single server or Sentinel, "" on a Cluster or a
+// Redlock quorum.
+func (c *Client) counted() any {
+	if c.node != nil {
+		return c.node.counted
+	}
+	return ""
+}
+
+// The operations of a Lock, of whatever kind: through its kind's scripts.
+
+func (l *Lock) releaseOp() op {
+	o := releaseOp(l.kind, l.keys, l.arg, "", 0, "", l.client.counted())
+	o.after = l.stragglers
+	return o
+}
+
+func (l *Lock) refreshOp(ttl time.Duration) op {
+	return op{name: "refresh", script: l.kind.refresh, keys: l.keys[:2], args: []any{l.arg, ttl.Milliseconds()},
+		ttl: ttl, after: l.stragglers, onQuorum: (*quorum).refresh}
+}
+
+func (l *Lock) ttlOp() op {
+	return op{name: "ttl", script: l.kind.ttl, keys: l.keys[:2], args: []any{l.arg}, after: l.stragglers, onQuorum: (*quorum).ttl}
+}
+
+// attempt returns an acquire that l's holding may be taken back with.
+func (l *Lock) attempt() attempt {
+	return attempt{kind: l.kind, keys: l.keys, token: l.token, arg: l.arg, ttl: l.currentTTL(), counted: l.client.counted()}
+}
+
+// wrongTypeError is the error of an acquire of this kind on a key that
+// holds something else.
+func (k *holdKind) wrongTypeError(key string) error {
+	return fmt.Errorf("%w: %s holds another kind of hold, or a key of another type, not a %s", ErrWrongType, quoteKey(key), k.noun())
+}
+
+// noun names a holding of this kind in messages.
+func (k *holdKind) noun() string {
+	switch k.name {
+	case "semaphore":
+		return "semaphore permit"
+	case "read", "write":
+		return k.name + " hold of an RW lock"
+	}
+	return k.name
+}

@@ -1,0 +1,106 @@
+package dlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// acquire is how a node carries out an acquire: pipelined with a WAIT for
+// WithReplicaAck, with SET NX on a Redlock node for a lock, else by its
+// script.
+func (n *node) acquire(ctx context.Context, o op) (reply, error) {
+	switch {
+	case n.ack.replicas > 0:
+		return n.acquireAcked(ctx, o)
+	case n.fenceless && o.acq.kind.setNX && !o.acq.queued():
+		return n.acquireFenceless(ctx, o)
+	}
+	return n.exec(ctx, o)
+}
+
+// acquireAcked runs the acquire o, pipelined with a WAIT on the same
+// connection, so the WAIT covers its write (WithReplicaAck). An acquire that
+// too few replicas acknowledged is released again.
+func (n *node) acquireAcked(ctx context.Context, o op) (reply, error) {
+	primary, err := n.primaryFor(ctx, o.key())
+	if err != nil {
+		return reply{}, n.wrap("acquire", o.key(), err)
+	}
+	var v any
+	var acks int64
+	for _, withSource := range []bool{false, true} {
+		pipe := primary.Pipeline()
+		var eval *redis.Cmd
+		if withSource {
+			eval = pipe.Eval(ctx, o.script.src, o.keys, o.args...)
+		} else {
+			eval = pipe.EvalSha(ctx, o.script.sha, o.keys, o.args...)
+		}
+		wait := pipe.Do(ctx, "WAIT", n.ack.replicas, n.ack.timeout.Milliseconds())
+		_, _ = pipe.Exec(ctx)
+		v, err = eval.Result()
+		if !errors.Is(err, redis.ErrNoScript) {
+			acks, _ = wait.Int64()
+			break
+		}
+	}
+	if err != nil {
+		return reply{}, n.wrap("acquire", o.key(), err)
+	}
+	r, err := n.decode(o, v)
+	if err != nil || r.code != acquired || acks >= int64(n.ack.replicas) {
+		return r, err
+	}
+	if _, err := n.run(ctx, o.acq.undo(false)); err != nil {
+		return reply{}, n.wrap("acquire", o.key(), fmt.Errorf("%w: %d of %d replicas within %v, and the release failed: %w", ErrNotReplicated, acks, n.ack.replicas, n.ack.timeout, err))
+	}
+	return reply{}, n.wrap("acquire", o.key(), fmt.Errorf("%w: %d of %d replicas within %v; released", ErrNotReplicated, acks, n.ack.replicas, n.ack.timeout))
+}
+
+// acquireFenceless replies as acquire does, with fence 0, for a node of a
+// Redlock quorum: a plain SET NX PX takes the lock, pipelined with the
+// upkeep of its side key, a fraction of the script's time on the server. Only if it did not is the key read, to tell a key of
+// another type (WRONGTYPE), and our own token (go-redis resent the SET
+// after a lost reply) from another holder's. A held reply does not tell the
+// holder's PTTL (unknownTTL): asking would cost one more command, mostly
+// for nothing, as a minority of nodes that have not seen the last release
+// yet is common and does not stop a quorum.
+func (n *node) acquireFenceless(ctx context.Context, o op) (reply, error) {
+	key, side, token := o.key(), o.acq.keys[1], o.acq.arg
+	// SetNX's reply is a bool, so a lock found held is no redis.Nil error,
+	// which go-redis would examine at length for a retry. The side key is
+	// how Scan finds the lock: created empty if it is missing (a fence
+	// handed out later goes there), made to live at least as long as the
+	// lock if it is there (a fence of an earlier holder, which it keeps).
+	// On a lock held by another, the two change nothing that matters. Their
+	// own errors are ignored: Redis before 7.0 has no PEXPIRE GT, and the
+	// side key only helps Scan.
+	pipe := n.rdb.Pipeline()
+	setCmd := pipe.SetNX(ctx, key, token, o.ttl)
+	pipe.SetNX(ctx, side, "", o.ttl)
+	pipe.Do(ctx, "PEXPIRE", side, o.ttl.Milliseconds(), "GT")
+	_, _ = pipe.Exec(ctx)
+	set, err := setCmd.Result()
+	switch {
+	case err != nil:
+		return reply{}, n.wrap("acquire", key, err)
+	case set:
+		return reply{code: acquired}, nil
+	}
+	holder, err := n.rdb.Get(ctx, key).Result()
+	switch {
+	case errors.Is(err, redis.Nil): // gone since: free, but this attempt did not take it
+		return reply{code: held, value: 0}, nil
+	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		return reply{code: wrongType}, nil
+	case err != nil:
+		return reply{}, n.wrap("acquire", key, err)
+	case holder == token:
+		return reply{code: acquired}, nil
+	}
+	return reply{code: held, value: unknownTTL}, nil
+}

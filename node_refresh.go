@@ -1,0 +1,96 @@
+package dlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// refreshResult is the answer to one refresh of a batch: held, not held
+// (err nil), or no answer (err set).
+type refreshResult struct {
+	held bool
+	err  error
+}
+
+// refreshMany refreshes every lock, each for its own ttl, in one pipeline
+// per server, and hands each server's results to deliver as they come: on a
+// Cluster, one pipeline per primary, all at once, so a primary that is down
+// or failing over delays the refreshes of its own locks only. deliver may
+// be called from several goroutines at once; refreshMany returns when every
+// call has returned.
+func (n *node) refreshMany(ctx context.Context, locks []*Lock, deliver func([]*Lock, []refreshResult)) {
+	cluster, ok := n.rdb.(*redis.ClusterClient)
+	if !ok {
+		res := make([]refreshResult, len(locks))
+		n.refreshOn(ctx, n.rdb, locks, res)
+		deliver(locks, res)
+		return
+	}
+	byPrimary := map[*redis.Client][]*Lock{}
+	for _, l := range locks {
+		primary, err := cluster.MasterForKey(ctx, l.key)
+		if err != nil {
+			primary = nil // the ClusterClient finds it, below
+		}
+		byPrimary[primary] = append(byPrimary[primary], l)
+	}
+	var wg sync.WaitGroup
+	for primary, group := range byPrimary {
+		wg.Go(func() {
+			res := make([]refreshResult, len(group))
+			if primary != nil {
+				n.refreshOn(ctx, primary, group, res)
+			}
+			if primary == nil || slices.ContainsFunc(res, func(r refreshResult) bool { return r.err != nil }) {
+				// Moved, failing over, or unknown: the ClusterClient follows
+				// redirections, on a fresh slot map.
+				n.reloadSlots(ctx)
+				n.refreshOn(ctx, cluster, group, res)
+			}
+			deliver(group, res)
+		})
+	}
+	wg.Wait()
+}
+
+// refreshOn refreshes locks in one pipeline of rdb into results. Scripts the
+// server lost (NOSCRIPT) are sent again with EVAL, in a second pipeline.
+func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*Lock, results []refreshResult) {
+	cmds := make([]*redis.Cmd, len(locks))
+	pipe := rdb.Pipeline()
+	for i, l := range locks {
+		cmds[i] = pipe.EvalSha(ctx, l.kind.refresh.sha, l.keys[:2], l.arg, l.renew.sent().Milliseconds())
+	}
+	_, _ = pipe.Exec(ctx) // each command keeps its own error
+	var again []int
+	for i, cmd := range cmds {
+		if errors.Is(cmd.Err(), redis.ErrNoScript) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		pipe = rdb.Pipeline()
+		for _, i := range again {
+			l := locks[i]
+			cmds[i] = pipe.Eval(ctx, l.kind.refresh.src, l.keys[:2], l.arg, l.renew.sent().Milliseconds())
+		}
+		_, _ = pipe.Exec(ctx)
+	}
+	for i, cmd := range cmds {
+		v, err := cmd.Int64()
+		results[i] = refreshResult{}
+		switch {
+		case err != nil:
+			results[i].err = n.wrap("refresh", locks[i].key, err)
+		case v == ours:
+			results[i].held = true
+		case v != notOurs:
+			results[i].err = n.wrap("refresh", locks[i].key, fmt.Errorf("unexpected script reply %v", v))
+		}
+	}
+}

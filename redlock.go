@@ -1,0 +1,121 @@
+package dlock
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// NewRedlock returns a Client whose locks live on a quorum of independent
+// Redis nodes, as in the Redlock algorithm: a lock is obtained when a
+// majority (N/2+1) of the nodes granted it within its validity, and it is
+// lost when a majority no longer holds it. The nodes must not replicate one
+// another. The Client and its Locks work as with New: Obtain, TryObtain, Do,
+// Release, Refresh, TTL, auto-renew, Fence and the wake-ups: a waiter
+// listens on enough nodes to share one with any quorum that releases. Fair
+// mode (WithFair) needs a single deployment and is refused. Between
+// wake-ups, waiters retry after their Backoff's delays, which are random as
+// Redlock advises, so rivals fall out of step.
+//
+// Each round asks all nodes at once and waits for a node at most the node
+// timeout (WithNodeTimeout), so a slow or dead minority does not slow an
+// acquire down. An acquire is a plain SET NX on each node (pipelined with
+// the upkeep of its side key), which does not tell a waiter how long the
+// holder has left: between release messages it sleeps its Backoff's
+// delays. The fence
+// of a Redlock lock is handed out by the quorum at the first Lock.Fence, so
+// fences increase across holders whatever quorums they get. See
+// docs/safety.md for what Redlock assumes about clocks and restarts.
+//
+// As New does, NewRedlock adds a hook to each node's client, so that a
+// node that had not answered when a round ended is reported with the last
+// failure its client met, if any.
+//
+// NewRedlock returns an error wrapping ErrInvalidOption for an empty node
+// list or the same client twice, ErrNilClient for a nil one.
+func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("%w: NewRedlock needs at least one node", ErrInvalidOption)
+	}
+	cfg, err := newClientConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{logger: cfg.logger, epoch: time.Now(), done: make(chan struct{})}
+	c.renewer.c = c
+	q := &quorum{c: c, need: len(nodes)/2 + 1, timeout: cfg.nodeTimeout, workers: workers{c: c, calls: make(chan nodeCall)}}
+	seen := map[redis.UniversalClient]bool{}
+	for i, rdb := range nodes {
+		if isNil(rdb) {
+			return nil, fmt.Errorf("%w: node %d of NewRedlock", ErrNilClient, i)
+		}
+		if seen[rdb] {
+			return nil, fmt.Errorf("%w: node %d of NewRedlock is given twice", ErrInvalidOption, i)
+		}
+		seen[rdb] = true
+	}
+	for _, rdb := range nodes { // valid: newNode adds a hook to each
+		n := newNode(rdb, cfg.ack)
+		n.fenceless = true
+		q.nodes = append(q.nodes, n)
+		c.subs = append(c.subs, newSubscriber(rdb, c.logger))
+	}
+	c.quorum, c.nodes = q, q.nodes
+	return c, nil
+}
+
+// QuorumError is the failure of a Redlock operation that did not get a
+// quorum of answers: it says how the nodes voted, and holds each node's
+// error (NodeError) for errors.Is and errors.As. An acquire that found the
+// lock held is ErrNotObtained as long as the nodes that failed leave room
+// for a quorum (at most N-Q of them); with more failed, it is a
+// QuorumError, whatever the others said.
+type QuorumError struct {
+	Op      string // "acquire", "release", "refresh", "ttl", "inspect", "force-release"
+	Key     string
+	Nodes   int // how many nodes there are
+	Quorum  int // how many must agree
+	Granted int // how many did (refresh only; see the message otherwise)
+	Errs    []error
+	summary string
+}
+
+// Error says how the nodes voted, and why the failed ones failed.
+func (e *QuorumError) Error() string {
+	summary := e.summary
+	if summary == "" {
+		summary = fmt.Sprintf("%d of %d nodes agreed, %d needed", e.Granted, e.Nodes, e.Quorum)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "dlock: %s %s on a Redlock quorum: %s", e.Op, quoteKey(e.Key), summary)
+	for i, err := range e.Errs {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the errors of the nodes that failed.
+func (e *QuorumError) Unwrap() []error { return e.Errs }
+
+// error returns a QuorumError for o that says how the nodes voted.
+func (q *quorum) error(o op, summary string, votes []vote) error {
+	e := &QuorumError{Op: o.name, Key: o.key(), Nodes: len(q.nodes), Quorum: q.need, summary: summary}
+	for i, v := range votes {
+		switch {
+		case !v.answered && v.failing != nil:
+			e.Errs = append(e.Errs, q.nodes[i].wrap(o.name, o.key(), fmt.Errorf("no answer before the round ended (node timeout %v); %w", q.timeout, v.failing)))
+		case !v.answered:
+			e.Errs = append(e.Errs, q.nodes[i].wrap(o.name, o.key(), fmt.Errorf("no answer before the round ended (node timeout %v)", q.timeout)))
+		case v.err != nil:
+			e.Errs = append(e.Errs, v.err)
+		}
+	}
+	return e
+}
