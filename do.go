@@ -35,7 +35,13 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	if err != nil {
 		return err
 	}
-	lock, err := c.obtain(ctx, key, ttl, cfg)
+	return c.holdWhile(ctx, cfg, fn, func() (*Lock, error) { return c.obtain(ctx, key, ttl, cfg) })
+}
+
+// holdWhile obtains a Lock with obtain and runs fn while it holds it, as
+// Do says, for every kind of hold.
+func (c *Client) holdWhile(ctx context.Context, cfg obtainConfig, fn func(ctx context.Context) error, obtain func() (*Lock, error)) (err error) {
+	lock, err := obtain()
 	if err != nil {
 		return err
 	}

@@ -188,3 +188,65 @@ func FuzzObtain(f *testing.F) {
 		e.rdb.Del(ctx, key)
 	})
 }
+
+// The shared holds' scripts take any name, limit and ttl: a clear error
+// or a holding, never a script error, and the limit holds.
+func FuzzSharedHold(f *testing.F) {
+	e := setup(f)
+	f.Add("s", 1, int64(1000), uint8(0))
+	f.Add("", 3, int64(1000), uint8(1))
+	f.Add("s", 0, int64(1000), uint8(0))
+	f.Add("s", -2, int64(1000), uint8(0))
+	f.Add("{tag}s", 1<<40, int64(1), uint8(2))
+	f.Add("a}b", 2, int64(-5), uint8(1))
+	f.Add("\x00\xff:%", 2, int64(1<<40), uint8(2))
+	f.Fuzz(func(t *testing.T, name string, limit int, ttlMicros int64, kind uint8) {
+		ctx := context.Background()
+		ttl := time.Duration(ttlMicros) * time.Microsecond
+		var acquire func() (*dlock.Lock, error)
+		switch kind % 3 {
+		case 0:
+			sem := e.locker.Semaphore(name, limit)
+			acquire = func() (*dlock.Lock, error) { return sem.TryAcquire(ctx, ttl, dlock.WithValue(name)) }
+		case 1:
+			acquire = func() (*dlock.Lock, error) { return e.locker.RWMutex(name).TryRLock(ctx, ttl) }
+		default:
+			acquire = func() (*dlock.Lock, error) { return e.locker.RWMutex(name).TryLock(ctx, ttl) }
+		}
+		lock, err := acquire()
+		switch {
+		case name == "":
+			if !errors.Is(err, dlock.ErrInvalidKey) && !errors.Is(err, dlock.ErrInvalidOption) {
+				t.Fatalf("empty name: %v, want ErrInvalidKey", err)
+			}
+			return
+		case kind%3 == 0 && limit < 1:
+			if !errors.Is(err, dlock.ErrInvalidOption) {
+				t.Fatalf("limit %d: %v, want ErrInvalidOption", limit, err)
+			}
+			return
+		case ttl < time.Millisecond:
+			if !errors.Is(err, dlock.ErrInvalidTTL) {
+				t.Fatalf("ttl %v: %v, want ErrInvalidTTL", ttl, err)
+			}
+			return
+		case errors.Is(err, dlock.ErrNotObtained), errors.Is(err, dlock.ErrWrongType), errors.Is(err, dlock.ErrLimitMismatch):
+			return // an earlier input under the same name
+		case err != nil:
+			t.Fatalf("acquire %d of %q, limit %d, ttl %v: %v", kind%3, name, limit, ttl, err)
+		}
+		info, err := e.locker.Inspect(ctx, name)
+		if err != nil {
+			t.Fatalf("Inspect(%q): %v", name, err)
+		}
+		if kind%3 == 0 && len(info.Holders) > limit {
+			t.Fatalf("%d permits of %d", len(info.Holders), limit)
+		}
+		if err := lock.Release(ctx); err != nil && !errors.Is(err, dlock.ErrNotHeld) {
+			t.Fatalf("Release: %v", err)
+		}
+		if _, err := e.locker.ForceRelease(ctx, name); err != nil {
+			t.Fatalf("ForceRelease(%q): %v", name, err)
+		}
+	})
+}

@@ -342,6 +342,9 @@ func decodeInspect(v any) (reply, bool) {
 		return reply{}, false
 	}
 	r.kind, r.limit, r.holders = kind, limit, make([]holderReply, 0, len(flat)/4)
+	if r.token != "" {
+		r.token = r.token[1:] // a holder's name: its class, then its token
+	}
 	for i := 0; i < len(flat); i += 4 {
 		mode, ok1 := flat[i].(string)
 		name, ok2 := flat[i+1].(string)

@@ -28,6 +28,16 @@ type holdKind struct {
 	class string
 }
 
+// scriptKeys returns the KEYS that the refresh, ttl and raise fence
+// scripts of this kind take, of a holding's keys: a lock's key and fence
+// key; all of a shared hold's.
+func (k *holdKind) scriptKeys(keys []string) []string {
+	if k.class == "" {
+		return keys[:2]
+	}
+	return keys
+}
+
 // lockKind is the kind of the locks of Obtain, TryObtain and Do.
 var lockKind = &holdKind{
 	name:         "lock",
@@ -158,12 +168,12 @@ func (l *Lock) releaseOp() op {
 }
 
 func (l *Lock) refreshOp(ttl time.Duration) op {
-	return op{name: "refresh", script: l.kind.refresh, keys: l.keys[:2], args: []any{l.arg, ttl.Milliseconds()},
+	return op{name: "refresh", script: l.kind.refresh, keys: l.kind.scriptKeys(l.keys), args: []any{l.arg, ttl.Milliseconds()},
 		ttl: ttl, after: l.stragglers, onQuorum: (*quorum).refresh}
 }
 
 func (l *Lock) ttlOp() op {
-	return op{name: "ttl", script: l.kind.ttl, keys: l.keys[:2], args: []any{l.arg}, after: l.stragglers, onQuorum: (*quorum).ttl}
+	return op{name: "ttl", script: l.kind.ttl, keys: l.kind.scriptKeys(l.keys), args: []any{l.arg}, after: l.stragglers, onQuorum: (*quorum).ttl}
 }
 
 // attempt returns an acquire that l's holding may be taken back with.

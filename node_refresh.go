@@ -64,7 +64,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*Lock, 
 	cmds := make([]*redis.Cmd, len(locks))
 	pipe := rdb.Pipeline()
 	for i, l := range locks {
-		cmds[i] = pipe.EvalSha(ctx, l.kind.refresh.sha, l.keys[:2], l.arg, l.renew.sent().Milliseconds())
+		cmds[i] = pipe.EvalSha(ctx, l.kind.refresh.sha, l.kind.scriptKeys(l.keys), l.arg, l.renew.sent().Milliseconds())
 	}
 	_, _ = pipe.Exec(ctx) // each command keeps its own error
 	var again []int
@@ -77,7 +77,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*Lock, 
 		pipe = rdb.Pipeline()
 		for _, i := range again {
 			l := locks[i]
-			cmds[i] = pipe.Eval(ctx, l.kind.refresh.src, l.keys[:2], l.arg, l.renew.sent().Milliseconds())
+			cmds[i] = pipe.Eval(ctx, l.kind.refresh.src, l.kind.scriptKeys(l.keys), l.arg, l.renew.sent().Milliseconds())
 		}
 		_, _ = pipe.Exec(ctx)
 	}

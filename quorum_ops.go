@@ -92,6 +92,9 @@ func (q *quorum) inspect(ctx context.Context, o op) (reply, error) {
 			tokens[v.r.token]++
 		}
 	}
+	if i := slices.IndexFunc(votes, func(v vote) bool { return v.answered && v.err == nil && v.r.kind != "" }); i >= 0 {
+		return q.inspectShared(votes, votes[i].r), nil
+	}
 	for token, n := range tokens {
 		if n >= q.need {
 			r.code, r.token = stateHeld, token
@@ -126,4 +129,45 @@ func (q *quorum) holderFence(votes []vote, token string) int64 {
 		return 0
 	}
 	return fence
+}
+
+// inspectShared reports a shared hold as a quorum sees it: the holders
+// that a quorum of the nodes hold, each with its least ttl there. Their
+// fences are the nodes' own, no quorum's, so they are left out (0). some
+// is one node's reply, for the kind and the limit.
+func (q *quorum) inspectShared(votes []vote, some reply) reply {
+	type seen struct {
+		h     holderReply
+		nodes int
+	}
+	byName := map[string]*seen{}
+	var order []string
+	for _, v := range votes {
+		if !v.answered || v.err != nil {
+			continue
+		}
+		for _, h := range v.r.holders {
+			s := byName[h.token]
+			if s == nil {
+				s = &seen{h: h}
+				byName[h.token] = s
+				order = append(order, h.token)
+			}
+			s.nodes++
+			s.h.pttl = min(s.h.pttl, h.pttl)
+		}
+	}
+	r := reply{kind: some.kind, limit: some.limit, holders: []holderReply{}}
+	for _, name := range order {
+		if s := byName[name]; s.nodes >= q.need {
+			s.h.fence = 0
+			r.holders = append(r.holders, s.h)
+		}
+	}
+	if len(r.holders) == 0 {
+		return reply{}
+	}
+	slices.SortFunc(r.holders, func(a, b holderReply) int { return int(a.pttl - b.pttl) })
+	r.code, r.token, r.value = stateHeld, r.holders[0].token, r.holders[0].pttl
+	return r
 }

@@ -26,6 +26,17 @@ var (
 	queueAcquireLua string
 	//go:embed lua/raise_fence.lua
 	raiseFenceLua string
+
+	//go:embed lua/hold_acquire.lua
+	holdAcquireLua string
+	//go:embed lua/hold_release.lua
+	holdReleaseLua string
+	//go:embed lua/hold_refresh.lua
+	holdRefreshLua string
+	//go:embed lua/hold_ttl.lua
+	holdTTLLua string
+	//go:embed lua/hold_raise_fence.lua
+	holdRaiseFenceLua string
 )
 
 var (
@@ -39,6 +50,13 @@ var (
 
 	inspectScript      = newScript(inspectLua)
 	forceReleaseScript = newScript(forceReleaseLua)
+
+	// the shared holds: semaphores, RW locks
+	holdAcquireScript    = newScript(holdAcquireLua)
+	holdReleaseScript    = newScript(holdReleaseLua)
+	holdRefreshScript    = newScript(holdRefreshLua)
+	holdTTLScript        = newScript(holdTTLLua)
+	holdRaiseFenceScript = newScript(holdRaiseFenceLua)
 )
 
 // script is a Lua script and its SHA1 digest, the name EVALSHA knows it by.

@@ -15,16 +15,19 @@ func TestAcquireSentTwice(t *testing.T) {
 	t.Parallel()
 	n := newNode(redistest.NewServer(t).Client(), replicaAck{})
 	ctx := context.Background()
+	acquire := func(token string) op {
+		return attempt{kind: lockKind, keys: lockKeys("k"), token: token, arg: token, ttl: time.Minute}.op()
+	}
 
-	first, err := n.acquire(ctx, lockKeys("k"), "token-a", time.Minute)
+	first, err := n.run(ctx, acquire("token-a"))
 	if err != nil || first.code != acquired || first.value <= 0 {
 		t.Fatalf("first acquire = %+v, %v", first, err)
 	}
-	again, err := n.acquire(ctx, lockKeys("k"), "token-a", time.Minute)
+	again, err := n.run(ctx, acquire("token-a"))
 	if err != nil || again.code != acquired || again.value != first.value {
 		t.Errorf("the same acquire again = %+v, %v; want acquired with fence %d", again, err, first.value)
 	}
-	other, err := n.acquire(ctx, lockKeys("k"), "token-b", time.Minute)
+	other, err := n.run(ctx, acquire("token-b"))
 	if err != nil || other.code != held || other.value <= 0 || other.value > time.Minute.Milliseconds() {
 		t.Errorf("another token's acquire = %+v, %v; want held with the holder's pttl", other, err)
 	}
@@ -40,6 +43,9 @@ func TestScriptsLoad(t *testing.T) {
 		"ttl": ttlScript, "inspect": inspectScript, "force_release": forceReleaseScript,
 		"queue_acquire": queueAcquireScript,
 		"raise_fence":   raiseFenceScript,
+		"hold_acquire":  holdAcquireScript, "hold_release": holdReleaseScript,
+		"hold_refresh": holdRefreshScript, "hold_ttl": holdTTLScript,
+		"hold_raise_fence": holdRaiseFenceScript,
 	} {
 		sha, err := rdb.ScriptLoad(context.Background(), s.src).Result()
 		if err != nil || sha != s.sha {

@@ -3,12 +3,18 @@
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the fence key, whose name is also the lock's release channel
+-- KEYS[5]  a shared hold's fences of its holders (see hold_acquire.lua);
+--          the other KEYS are unused
 --
--- Returns 1 when a lock was deleted, 0 when there was none, 2 when the key
--- holds another type (it is left alone: it is no lock).
+-- Returns 1 when a lock, a semaphore's permits or an RW lock's holds were
+-- deleted, 0 when there were none, 2 when the key holds another type (it
+-- is left alone: it is no lock). The fence key stays: fences go on
+-- increasing.
 local state = redis.call('TYPE', KEYS[1]).ok
 if state == 'none' then
   return 0
+elseif state == 'zset' then
+  redis.call('DEL', KEYS[5])
 elseif state ~= 'string' then
   return 2
 end

@@ -1,0 +1,25 @@
+-- hold_refresh.lua: set a new time to live on the caller's shared hold, if
+-- it still has it.
+--
+-- KEYS     as hold_acquire.lua (KEYS[1], KEYS[2] and KEYS[5] are used)
+-- ARGV[1]  the caller's name (class and token)
+-- ARGV[2]  the new time to live, in milliseconds
+--
+-- Returns 1 when the holding was ours and now expires in ARGV[2] ms, 0 when
+-- it was not (expired, released, force-released, another type). The keys
+-- live at least as long as the holding.
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local score = redis.pcall('ZSCORE', KEYS[1], ARGV[1])
+if type(score) ~= 'string' or tonumber(score) <= now then
+  return 0
+end
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
+for _, k in ipairs({KEYS[1], KEYS[2], KEYS[5]}) do
+  local pttl = redis.call('PTTL', k)
+  if pttl >= 0 and pttl < ttl then
+    redis.call('PEXPIRE', k, ttl)
+  end
+end
+return 1

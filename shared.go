@@ -1,0 +1,53 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The kinds of the shared holds: a semaphore's permits, an RW lock's read
+// and write holds. One family of scripts serves them all (hold_*.lua): the
+// holders of a name live in one sorted set, scored by when each expires,
+// and the first letter of a holder's name there tells its kind.
+var (
+	semaphoreKind = sharedKind("semaphore", "s")
+	readKind      = sharedKind("read", "r")
+	writeKind     = sharedKind("write", "w")
+)
+
+func sharedKind(name, class string) *holdKind {
+	return &holdKind{
+		name:         name,
+		queueAcquire: holdAcquireScript,
+		release:      holdReleaseScript,
+		refresh:      holdRefreshScript,
+		ttl:          holdTTLScript,
+		raiseFence:   holdRaiseFenceScript,
+		class:        class,
+	}
+}
+
+// acquireHold obtains a shared hold of kind on the name keys[0]: waiting
+// as Obtain does if wait, else in one attempt as TryObtain. limit is a
+// semaphore's, boxed; fair makes the waiters take turns (see WithFair).
+func (c *Client) acquireHold(ctx context.Context, kind *holdKind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, error) {
+	if !wait || cfg.noWait {
+		a := c.newAttempt(kind, keys, cfg.newToken(), ttl, cfg.fair)
+		a.limit = limit
+		lock, _, err := c.try(ctx, a, cfg)
+		return lock, err
+	}
+	w := waiter{c: c, kind: kind, limit: limit, cfg: cfg, key: keys[0], keys: keys, ttl: ttl}
+	return w.obtain(ctx)
+}
+
+// checkHold validates the arguments of a shared hold's acquire, as check
+// does those of a lock's.
+func (c *Client) checkHold(name string, ttl time.Duration, opts []ObtainOption, what string) (obtainConfig, error) {
+	cfg, err := c.check(name, ttl, opts)
+	if err == nil && cfg.minHold > 0 {
+		err = fmt.Errorf("%w: WithMinHold is for Do; a %s keeps itself with Lock.ReleaseAfter", ErrInvalidOption, what)
+	}
+	return cfg, err
+}
