@@ -308,10 +308,12 @@ func TestKindsDoNotMix(t *testing.T) {
 	e := setup(t)
 	ctx := timeout(t, 10*time.Second)
 	try := map[string]func(name string) (*dlock.Lock, error){
-		"lock":      func(name string) (*dlock.Lock, error) { return e.locker.TryObtain(ctx, name, time.Minute) },
-		"semaphore": func(name string) (*dlock.Lock, error) { return e.locker.Semaphore(name, 2).TryAcquire(ctx, time.Minute) },
-		"read":      func(name string) (*dlock.Lock, error) { return e.locker.RWMutex(name).TryRLock(ctx, time.Minute) },
-		"write":     func(name string) (*dlock.Lock, error) { return e.locker.RWMutex(name).TryLock(ctx, time.Minute) },
+		"lock": func(name string) (*dlock.Lock, error) { return e.locker.TryObtain(ctx, name, time.Minute) },
+		"semaphore": func(name string) (*dlock.Lock, error) {
+			return e.locker.Semaphore(name, 2).TryAcquire(ctx, time.Minute)
+		},
+		"read":  func(name string) (*dlock.Lock, error) { return e.locker.RWMutex(name).TryRLock(ctx, time.Minute) },
+		"write": func(name string) (*dlock.Lock, error) { return e.locker.RWMutex(name).TryLock(ctx, time.Minute) },
 	}
 	conflicts := map[[2]string]bool{
 		{"lock", "semaphore"}: true, {"lock", "read"}: true, {"lock", "write"}: true,
