@@ -47,6 +47,8 @@ func demoCases() []demoCase {
 		{"  (not renewed)", longUnrenewedJob},
 		{"lost lock", lostLock},
 		{"leader dies", leaderDies},
+		{"exports, 3 at once", limitedExports},
+		{"readers, a writer", readersAndWriter},
 		{"redlock, 5 nodes", redlockQuorum},
 	}
 }

@@ -25,8 +25,8 @@ func checkDemoOK(t *testing.T, code int, stdout, stderr string) {
 			t.Errorf("output does not mention case %q", name)
 		}
 	}
-	if n := strings.Count(stdout, "  ok: "); n != 9 {
-		t.Errorf("%d invariants reported ok, want 9", n)
+	if n := strings.Count(stdout, "  ok: "); n != 11 {
+		t.Errorf("%d invariants reported ok, want 11", n)
 	}
 	if !strings.Contains(stdout, "redlock, 5 nodes    A's lock on 5 embedded nodes; ") {
 		t.Errorf("the redlock case does not say it runs on embedded nodes")

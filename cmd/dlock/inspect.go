@@ -24,17 +24,50 @@ type lockJSON struct {
 	Fence     int64  `json:"fence,omitempty"`  // the last fence handed out, if known
 	Holder    string `json:"holder,omitempty"` // the fingerprint of the holder's token (dlock.LockInfo)
 	Waiters   int    `json:"waiters"`          // live waiters in the lock's queue (none on a Redlock quorum)
+	Kind      string `json:"kind,omitempty"`   // "lock", "semaphore" or "rwmutex" when held
+	Limit     int    `json:"limit,omitempty"`  // a semaphore's
+	// Holders are a semaphore's or an RW lock's holders, one per permit or hold
+	Holders []holderJSON `json:"holders,omitempty"`
+}
+
+// holderJSON is one holder of a semaphore or an RW lock.
+type holderJSON struct {
+	Mode      string `json:"mode"` // "permit", "read" or "write"
+	Holder    string `json:"holder"`
+	TTLMillis int64  `json:"ttl_ms"`
+	Fence     int64  `json:"fence,omitempty"`
 }
 
 func toJSON(info dlock.LockInfo) lockJSON {
-	return lockJSON{
+	j := lockJSON{
 		Key:       info.Key,
 		Held:      info.Held,
 		TTLMillis: info.TTL.Milliseconds(),
 		Fence:     info.Fence,
 		Holder:    info.Fingerprint,
 		Waiters:   info.Waiters,
+		Kind:      info.Kind,
+		Limit:     info.Limit,
 	}
+	for _, h := range info.Holders {
+		j.Holders = append(j.Holders, holderJSON{Mode: h.Mode, Holder: h.Fingerprint, TTLMillis: h.TTL.Milliseconds(), Fence: h.Fence})
+	}
+	return j
+}
+
+// showHolder says who holds a lock: its holder's fingerprint, or how many
+// hold a semaphore or an RW lock.
+func showHolder(info dlock.LockInfo) string {
+	if info.Holders == nil {
+		return info.Fingerprint
+	}
+	switch {
+	case info.Kind == "semaphore":
+		return fmt.Sprintf("%d of %d permits", len(info.Holders), info.Limit)
+	case len(info.Holders) == 1 && info.Holders[0].Mode == "write":
+		return "writer " + info.Holders[0].Fingerprint
+	}
+	return fmt.Sprintf("%d readers", len(info.Holders))
 }
 
 func showTTL(ttl time.Duration) string {
@@ -69,9 +102,16 @@ func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
 		return tw.Flush()
 	}
 	fmt.Fprintf(tw, "held:\tyes\n")
+	fmt.Fprintf(tw, "kind:\t%s\n", info.Kind)
+	if info.Kind == "semaphore" {
+		fmt.Fprintf(tw, "limit:\t%d\n", info.Limit)
+	}
 	fmt.Fprintf(tw, "ttl:\t%s\n", showTTL(info.TTL))
 	fmt.Fprintf(tw, "fence:\t%s\n", showFence(info.Fence))
-	fmt.Fprintf(tw, "holder:\t%s\n", info.Fingerprint)
+	fmt.Fprintf(tw, "holder:\t%s\n", showHolder(info))
+	for _, h := range info.Holders {
+		fmt.Fprintf(tw, "  %s:\t%s, ttl %s, fence %s\n", h.Mode, h.Fingerprint, showTTL(h.TTL), showFence(h.Fence))
+	}
 	if info.Waiters > 0 { // a lock nobody waits for has none to show
 		fmt.Fprintf(tw, "waiters:\t%d\n", info.Waiters)
 	}
@@ -96,9 +136,9 @@ func listLocks(ctx context.Context, w io.Writer, t target, pattern string, asJSO
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tTTL\tFENCE\tHOLDER\tWAITERS")
+	fmt.Fprintln(tw, "KEY\tKIND\tTTL\tFENCE\tHOLDER\tWAITERS")
 	for _, info := range locks {
-		fmt.Fprintf(tw, "%q\t%s\t%s\t%s\t%d\n", info.Key, showTTL(info.TTL), showFence(info.Fence), info.Fingerprint, info.Waiters)
+		fmt.Fprintf(tw, "%q\t%s\t%s\t%s\t%s\t%d\n", info.Key, info.Kind, showTTL(info.TTL), showFence(info.Fence), showHolder(info), info.Waiters)
 	}
 	return tw.Flush()
 }

@@ -54,7 +54,15 @@ late its clock is. A run that failed is recorded too, and not tried again in
 the slot. The records are kept for a day, or two periods if that is longer.
 This replaces --min-hold, and excludes --wait and --fair:
 
-  0 2 * * * dlock run --key nightly-report --once-per 24h -- /usr/local/bin/report`
+  0 2 * * * dlock run --key nightly-report --once-per 24h -- /usr/local/bin/report
+
+With --limit N, the lock is a permit of a semaphore named KEY: at most N
+copies of COMMAND run at once across hosts, each under its own permit,
+renewed and released as the lock is. Every dlock run of one KEY must give
+the same --limit. --wait, --fair and --min-hold work as with a lock; a
+Redlock quorum takes --limit 1 only:
+
+  dlock run --key exports --limit 3 --wait 10m -- /usr/local/bin/export`
 
 const runNotes = `COMMAND's environment is dlock's, plus:
   DLOCK_KEY    the lock's key
@@ -119,6 +127,7 @@ type runConfig struct {
 	grace        time.Duration
 	conflictCode int
 	fair         bool          // wait in arrival order (dlock.WithFair)
+	limit        int           // run under a permit of a semaphore of this limit; 0: under a lock
 	oncePer      time.Duration // run once per slot of this length (package jobs); 0: no slots
 	slotCode     int           // the exit status when --once-per does not run the command
 	verbose      bool
@@ -164,6 +173,7 @@ func parseRunArgs(args []string, getenv func(string) string, stdout, stderr io.W
 	fs.DurationVar(&cfg.grace, "grace", 10*time.Second, "after the lock is lost, how long COMMAND has between SIGTERM and SIGKILL")
 	fs.IntVar(&cfg.conflictCode, "conflict-exit-code", exitNotObtained, "the exit `status` when another holder has the lock")
 	fs.BoolVar(&cfg.fair, "fair", false, "wait in arrival order: with --wait, get the lock after the --fair waiters that\ncame before; without, do not take it ahead of them")
+	fs.IntVar(&cfg.limit, "limit", 0, "run under a permit of a semaphore named KEY: at most `N` copies at once across\nhosts (every dlock run of KEY must give the same N)")
 	fs.DurationVar(&cfg.oncePer, "once-per", 0, "run COMMAND at most once per slot of this `period` across hosts, as in 24h;\nwhen the slot is done or taken, exit "+strconv.Itoa(exitSlotTaken))
 	fs.BoolVar(&cfg.verbose, "v", false, "say on stderr what happens: obtained, released, renewals that failed...")
 
@@ -190,6 +200,11 @@ func parseRunArgs(args []string, getenv func(string) string, stdout, stderr io.W
 	if cfg.fair && len(cfg.redis) > 1 {
 		fmt.Fprintf(stderr, "dlock run: --fair needs a single Redis deployment: %s make a Redlock quorum,\n"+
 			"which has no arrival-order queue; drop --fair, or give one URL\n", severalURLs(cfg.redis))
+		return cfg, exitUsage, true
+	}
+	if cfg.limit > 1 && len(cfg.redis) > 1 {
+		fmt.Fprintf(stderr, "dlock run: --limit %d needs a single Redis deployment: on the Redlock quorum %s make,\n"+
+			"two majorities can each see room for a permit; give one URL, or --limit 1\n", cfg.limit, severalURLs(cfg.redis))
 		return cfg, exitUsage, true
 	}
 	return cfg, exitOK, false
@@ -231,6 +246,10 @@ func (cfg *runConfig) check(extra []string, hasDashes bool) string {
 		return fmt.Sprintf("--conflict-exit-code must be from 0 to 255, not %d", cfg.conflictCode)
 	case cfg.oncePer < 0:
 		return fmt.Sprintf("--once-per must not be negative, not %v", cfg.oncePer)
+	case cfg.limit < 0:
+		return fmt.Sprintf("--limit must be at least 1, not %d", cfg.limit)
+	case cfg.oncePer > 0 && cfg.limit > 0:
+		return "--once-per does not go with --limit: a slot runs once"
 	case cfg.oncePer > 0 && (cfg.wait > 0 || cfg.minHold > 0 || cfg.fair):
 		return "--once-per does not go with --wait, --min-hold or --fair: a slot runs once, on the first host to take it,\nand its done record keeps later hosts from running it again"
 	}

@@ -22,7 +22,7 @@ const waitRedraw = 250 * time.Millisecond
 func (r *runner) obtain(ctx context.Context, locker *dlock.Client) (*dlock.Lock, int) {
 	start := time.Now()
 	tryCtx, cancel := context.WithTimeout(ctx, redisTimeout)
-	lock, err := locker.TryObtain(tryCtx, r.key, r.ttl, r.obtainOptions()...)
+	lock, err := r.try(tryCtx, locker)
 	cancel()
 	waited := false
 	if errors.Is(err, dlock.ErrNotObtained) && r.wait > 0 && ctx.Err() == nil {
@@ -46,7 +46,10 @@ func (r *runner) obtain(ctx context.Context, locker *dlock.Client) (*dlock.Lock,
 		r.inform("the lock on %q is %s; not running %s", r.key, r.busy(), r.commandLine())
 		return nil, r.conflictCode
 	case errors.Is(err, dlock.ErrWrongType):
-		r.errorf("the key %q holds another type of Redis value, not a lock; give --key another name", r.key)
+		r.errorf("the key %q holds another type of Redis value, or another kind of lock than %s; give --key another name", r.key, r.kindName())
+		return nil, exitUsage
+	case errors.Is(err, dlock.ErrLimitMismatch):
+		r.errorf("%s; give every dlock run of %q the same --limit", errText(err), r.key)
 		return nil, exitUsage
 	}
 	r.errorf("could not obtain the lock on %q at %s: %s", r.key, where(r.redis), errText(err))
@@ -65,7 +68,12 @@ func (r *runner) obtainOptions() []dlock.ObtainOption {
 
 // busy says why the lock was not obtained, for messages.
 func (r *runner) busy() string {
-	if r.fair {
+	switch {
+	case r.limit > 0 && r.fair:
+		return fmt.Sprintf("at its limit of %d holders, or earlier --fair waiters go first", r.limit)
+	case r.limit > 0:
+		return fmt.Sprintf("at its limit of %d holders", r.limit)
+	case r.fair:
 		return "held by another holder, or earlier --fair waiters go first"
 	}
 	return "held by another holder"
@@ -83,9 +91,28 @@ func (r *runner) waitFor(ctx context.Context, locker *dlock.Client, deadline tim
 	case r.fair:
 		r.logf("the lock on %q is %s; waiting up to %v, in arrival order", r.key, r.busy(), r.wait)
 	default:
-		r.logf("the lock on %q is held by another holder; waiting up to %v", r.key, r.wait)
+		r.logf("the lock on %q is %s; waiting up to %v", r.key, r.busy(), r.wait)
+	}
+	if r.limit > 0 {
+		return locker.Semaphore(r.key, r.limit).Acquire(ctx, r.ttl, r.obtainOptions()...)
 	}
 	return locker.Obtain(ctx, r.key, r.ttl, r.obtainOptions()...)
+}
+
+// try makes one attempt at the lock, or with --limit at a permit.
+func (r *runner) try(ctx context.Context, locker *dlock.Client) (*dlock.Lock, error) {
+	if r.limit > 0 {
+		return locker.Semaphore(r.key, r.limit).TryAcquire(ctx, r.ttl, r.obtainOptions()...)
+	}
+	return locker.TryObtain(ctx, r.key, r.ttl, r.obtainOptions()...)
+}
+
+// kindName says what run holds, for messages.
+func (r *runner) kindName() string {
+	if r.limit > 0 {
+		return fmt.Sprintf("a semaphore of limit %d", r.limit)
+	}
+	return "a lock"
 }
 
 // showWait starts redrawing, every waitRedraw until stop is called, a line
