@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ import (
 //	raw-set-del    SET key token NX PX ttl; DEL key (no ownership check)
 //	raw-set-cad    SET key token NX PX ttl; compare-and-delete script (the
 //	               usual correct hand-written lock, without a fence)
+//	dlock-sem      Semaphore(key, 3).TryAcquire + Release
+//	dlock-read     RWMutex(key).TryRLock + Release
+//	dlock-write    RWMutex(key).TryLock + Release
 func BenchmarkCycle(b *testing.B) {
 	srv := redistest.NewServer(b)
 	rdb := srv.Client()
@@ -44,6 +48,27 @@ func BenchmarkCycle(b *testing.B) {
 				return err
 			}
 			return lock.Release(ctx)
+		},
+		"dlock-sem": func(ctx context.Context, key string) error {
+			permit, err := locker.Semaphore(key, 3).TryAcquire(ctx, ttl)
+			if err != nil {
+				return err
+			}
+			return permit.Release(ctx)
+		},
+		"dlock-read": func(ctx context.Context, key string) error {
+			hold, err := locker.RWMutex(key).TryRLock(ctx, ttl)
+			if err != nil {
+				return err
+			}
+			return hold.Release(ctx)
+		},
+		"dlock-write": func(ctx context.Context, key string) error {
+			hold, err := locker.RWMutex(key).TryLock(ctx, ttl)
+			if err != nil {
+				return err
+			}
+			return hold.Release(ctx)
 		},
 		"raw-set-del": func(ctx context.Context, key string) error {
 			if err := rdb.SetNX(ctx, key, "token", ttl).Err(); err != nil {
@@ -70,6 +95,9 @@ func BenchmarkCycle(b *testing.B) {
 		{"raw-set-cad", context.Background(), "raw-set-cad"},
 		{"dlock", context.Background(), "dlock"},
 		{"dlock-cancel", cancellable, "dlock"},
+		{"dlock-sem", context.Background(), "dlock-sem"},
+		{"dlock-read", context.Background(), "dlock-read"},
+		{"dlock-write", context.Background(), "dlock-write"},
 	} {
 		cycle := cycles[row.cycle]
 		b.Run("lib="+row.lib+"/mode=serial", func(b *testing.B) {
@@ -95,4 +123,58 @@ func BenchmarkCycle(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkRWMutexWriterUnderReaders measures how long a writer waits for
+// an RW lock that a steady stream of readers keeps busy: 8 goroutines take
+// read holds one after the other (each held 1ms), and each iteration is one
+// writer's Lock and Release among them. writer-max-ms is the longest of
+// those waits, reads/op how many reads went through per write: a writer is
+// not starved when its wait stays near a read's length however long the
+// stream runs.
+func BenchmarkRWMutexWriterUnderReaders(b *testing.B) {
+	srv := redistest.NewServer(b)
+	rdb := srv.Client()
+	locker := dlock.New(rdb)
+	b.Cleanup(func() { locker.Close() })
+	const ttl = 10 * time.Second
+	key := "bench:rw"
+	ctx, stop := context.WithCancel(context.Background())
+	var reads atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		rw := locker.RWMutex(key)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				err := rw.RDo(ctx, ttl, func(context.Context) error {
+					time.Sleep(time.Millisecond)
+					return nil
+				})
+				if err == nil {
+					reads.Add(1)
+				}
+			}
+		})
+	}
+	for reads.Load() < 100 { // the stream is on
+		time.Sleep(time.Millisecond)
+	}
+	writer := locker.RWMutex(key)
+	var longest time.Duration
+	readsBefore := reads.Load()
+	for b.Loop() {
+		start := time.Now()
+		w, err := writer.Lock(context.Background(), ttl)
+		if err != nil {
+			b.Fatal(err)
+		}
+		longest = max(longest, time.Since(start))
+		if err := w.Release(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(longest)/float64(time.Millisecond), "writer-max-ms")
+	b.ReportMetric(float64(reads.Load()-readsBefore)/float64(b.N), "reads/op")
+	stop()
+	wg.Wait()
 }

@@ -130,13 +130,18 @@ func (a attempt) undo(quiet bool) op {
 	case quiet:
 		mode = "quiet"
 	}
-	return releaseOp(a.kind, a.keys, a.arg, mode, ttl, a.notify, a.counted)
+	return releaseOp(a.kind, a.keys, a.arg, mode, ttl, a.notify, a.counted, a.limit)
 }
 
 // releaseOp returns the release of the holding arg (mode "") or, with
-// mode "leave", a waiter's leave (see release.lua for the ARGV).
-func releaseOp(kind *holdKind, keys []string, arg any, mode string, ttl time.Duration, notify string, counted any) op {
-	o := op{name: "release", script: kind.release, keys: keys, args: []any{arg, mode, ttl.Milliseconds(), fairLeaseMillis, notify, counted}}
+// mode "leave", a waiter's leave (see release.lua and hold_release.lua for
+// the ARGV). limit is a semaphore's, nil for other kinds.
+func releaseOp(kind *holdKind, keys []string, arg any, mode string, ttl time.Duration, notify string, counted, limit any) op {
+	args := []any{arg, mode, ttl.Milliseconds(), fairLeaseMillis, notify, counted}
+	if limit != nil {
+		args = append(args, limit)
+	}
+	o := op{name: "release", script: kind.release, keys: keys, args: args}
 	if mode == "leave" {
 		o.name = "leave" // a quorum has no queue to leave
 	} else {
@@ -162,7 +167,7 @@ func (c *Client) counted() any {
 // The operations of a Lock, of whatever kind: through its kind's scripts.
 
 func (l *Lock) releaseOp() op {
-	o := releaseOp(l.kind, l.keys, l.arg, "", 0, "", l.client.counted())
+	o := releaseOp(l.kind, l.keys, l.arg, "", 0, "", l.client.counted(), l.limit)
 	o.after = l.stragglers
 	return o
 }
@@ -178,7 +183,7 @@ func (l *Lock) ttlOp() op {
 
 // attempt returns an acquire that l's holding may be taken back with.
 func (l *Lock) attempt() attempt {
-	return attempt{kind: l.kind, keys: l.keys, token: l.token, arg: l.arg, ttl: l.currentTTL(), counted: l.client.counted()}
+	return attempt{kind: l.kind, keys: l.keys, token: l.token, arg: l.arg, ttl: l.currentTTL(), counted: l.client.counted(), limit: l.limit}
 }
 
 // wrongTypeError is the error of an acquire of this kind on a key that

@@ -45,25 +45,25 @@ local ktype = redis.call('TYPE', KEYS[1]).ok
 if ktype ~= 'none' and ktype ~= 'zset' then
   return {2, 0}
 end
+local fresh = ktype == 'none' -- nothing held: nothing to drop or check
 
-local function drop_expired()
+local first = nil
+local limit = tonumber(ARGV[7])
+if not fresh then
   local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1000)
   for _, h in ipairs(gone) do
     redis.call('ZREM', KEYS[1], h)
     redis.call('HDEL', KEYS[5], h)
   end
-end
-drop_expired()
-
-local first = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
-if first and ((class == 's') ~= (string.sub(first, 1, 1) == 's')) then
-  return {2, 0}
-end
-local limit = tonumber(ARGV[7])
-if class == 's' then
-  local stored = tonumber(redis.call('HGET', KEYS[5], 'limit'))
-  if first and stored and stored ~= limit then
-    return {3, stored}
+  first = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
+  if first and ((class == 's') ~= (string.sub(first, 1, 1) == 's')) then
+    return {2, 0}
+  end
+  if first and class == 's' then
+    local stored = tonumber(redis.call('HGET', KEYS[5], 'limit'))
+    if stored and stored ~= limit then
+      return {3, stored}
+    end
   end
 end
 
@@ -74,24 +74,31 @@ end
 local barge = ARGV[5] == 'barge'
 local barge_name = '*' .. fair_name
 
-local stale = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 100)
-for _, w in ipairs(stale) do
-  redis.call('ZREM', KEYS[3], w)
-  redis.call('ZREM', KEYS[4], w)
+local queued = redis.call('EXISTS', KEYS[3]) == 1
+if queued then
+  local stale = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 100)
+  for _, w in ipairs(stale) do
+    redis.call('ZREM', KEYS[3], w)
+    redis.call('ZREM', KEYS[4], w)
+  end
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
+if class ~= 's' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
+end
 
 -- keep: make key live at least ms milliseconds
 local function keep(key, ms)
   local pttl = redis.call('PTTL', key)
-  if pttl >= 0 and pttl < ms then
+  if pttl == -1 or (pttl >= 0 and pttl < ms) then
     redis.call('PEXPIRE', key, ms)
   end
 end
 
 local function leave()
-  redis.call('ZREM', KEYS[3], fair_name, barge_name)
-  redis.call('ZREM', KEYS[4], fair_name, barge_name)
+  if queued then
+    redis.call('ZREM', KEYS[3], fair_name, barge_name)
+    redis.call('ZREM', KEYS[4], fair_name, barge_name)
+  end
   if class == 'w' then
     redis.call('ZREM', KEYS[6], name)
   end
@@ -99,32 +106,39 @@ end
 
 local function hold(fence)
   redis.call('ZADD', KEYS[1], now + ttl, name)
-  redis.call('HSET', KEYS[5], name, fence)
   if class == 's' then
-    redis.call('HSET', KEYS[5], 'limit', limit)
+    redis.call('HSET', KEYS[5], name, fence, 'limit', limit)
+  else
+    redis.call('HSET', KEYS[5], name, fence)
   end
-  for _, k in ipairs({KEYS[1], KEYS[2], KEYS[5]}) do
-    if redis.call('PTTL', k) == -1 then
-      redis.call('PEXPIRE', k, ttl)
-    else
-      keep(k, ttl)
-    end
+  if fresh then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    redis.call('PEXPIRE', KEYS[5], ttl)
+  else
+    keep(KEYS[1], ttl)
+    keep(KEYS[5], ttl)
   end
   leave()
   return {1, fence}
 end
 
-local mine = redis.call('HGET', KEYS[5], name)
-if mine and redis.call('ZSCORE', KEYS[1], name) then
-  -- Ours already: handed over by a release, or our own acquire resent
-  -- after a lost reply. The caller counts from this call: ttl from now.
-  return hold(tonumber(mine))
+if not fresh then
+  local mine = redis.call('HGET', KEYS[5], name)
+  if mine and redis.call('ZSCORE', KEYS[1], name) then
+    -- Ours already: handed over by a release, or our own acquire resent
+    -- after a lost reply. The caller counts from this call: ttl from now.
+    keep(KEYS[2], ttl)
+    return hold(tonumber(mine))
+  end
 end
 
 -- How many live waiters are ahead of the caller in the queue, counting at
 -- most up to n (a fair waiter only takes a free permit none of them is
 -- owed).
 local function ahead(n)
+  if not queued then
+    return 0
+  end
   local count = 0
   local queue = redis.call('ZRANGE', KEYS[3], 0, n)
   for _, w in ipairs(queue) do
@@ -136,7 +150,10 @@ local function ahead(n)
   return count
 end
 
-local holders = redis.call('ZCARD', KEYS[1])
+local holders = 0
+if not fresh then
+  holders = redis.call('ZCARD', KEYS[1])
+end
 local may = false
 if class == 's' then
   local free = limit - holders
@@ -152,12 +169,12 @@ if may then
   if last and last >= fence then
     fence = last + 1
   end
-  local pttl = redis.call('PTTL', KEYS[2])
-  if pttl > ttl then
-    redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', pttl)
-  else
-    redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ttl)
+  -- The fence key lives as long as the longest holding, so Scan finds it.
+  local pttl = ttl
+  if not fresh then
+    pttl = math.max(ttl, redis.call('PTTL', KEYS[2]))
   end
+  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', pttl)
   return hold(fence)
 end
 

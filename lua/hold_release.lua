@@ -12,6 +12,7 @@
 --          also how long a woken waiter keeps its place if it does not try
 -- ARGV[5]  with 'leave': the caller's channel, '' if none
 -- ARGV[6]  '1' when PUBLISH counts every Client listening (not in a Cluster)
+-- ARGV[7]  a semaphore's limit, for the permits it passes on
 --
 -- Returns 1 when the holding was the caller's and is now ended, 0 otherwise.
 --
@@ -51,23 +52,38 @@ elseif ARGV[2] == 'quiet' then
   return 1
 end
 
-local ktype = redis.call('TYPE', KEYS[1]).ok
-if ktype ~= 'none' and ktype ~= 'zset' then
-  return released
+local holders = redis.pcall('ZCARD', KEYS[1])
+if type(holders) ~= 'number' then
+  return released -- a key of another type: no shared hold
 end
-local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1000)
-for _, h in ipairs(gone) do
-  redis.call('ZREM', KEYS[1], h)
-  redis.call('HDEL', KEYS[5], h)
+if holders > 0 then
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1000)
+  for _, h in ipairs(gone) do
+    redis.call('ZREM', KEYS[1], h)
+    redis.call('HDEL', KEYS[5], h)
+  end
+  holders = holders - #gone
+end
+local queued = redis.call('EXISTS', KEYS[3]) == 1
+if holders == 0 then
+  redis.call('DEL', KEYS[5]) -- a semaphore's limit counts while permits are held
+end
+if not queued then
+  redis.call('PUBLISH', KEYS[2], '')
+  redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
+  return released
 end
 
 local class = string.sub(name, 1, 1)
-local holders = redis.call('ZCARD', KEYS[1])
-local first = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
+local first = nil
+if holders > 0 then
+  first = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
+end
 local writer_holds = first and string.sub(first, 1, 1) == 'w'
 local free = 0
 if class == 's' then
-  free = (tonumber(redis.call('HGET', KEYS[5], 'limit')) or 1) - holders
+  free = ARGV[7] and tonumber(ARGV[7]) or 1
+  free = free - holders
 elseif not writer_holds then
   free = 100 -- readers: as many as queue up to the first writer
 end
@@ -159,7 +175,7 @@ for _, head in ipairs(queue) do
   end
 end
 if served == 0 and redis.call('EXISTS', KEYS[3]) == 0 then
-  redis.call('PUBLISH', KEYS[2], '')
+  redis.call('PUBLISH', KEYS[2], '') -- nobody is left in the queue: tell whoever listens
 end
 redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
 return released
