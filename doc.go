@@ -12,6 +12,12 @@
 //	}
 //	defer lock.Release(context.WithoutCancel(ctx))
 //
+// Besides locks, a Client has two kinds of shared hold, with the same
+// Lock handle: Client.Semaphore (at most N holders at once) and
+// Client.RWMutex (many readers or one writer, writers not starved). A
+// lock, a semaphore and an RW lock under one name refuse each other with
+// ErrWrongType.
+//
 // # Guarantees
 //
 //   - Mutual exclusion on one Redis server: while a lock's key exists with

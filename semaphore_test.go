@@ -476,3 +476,25 @@ func TestSharedHoldsOnCluster(t *testing.T) {
 		}
 	}
 }
+
+// The README's code runs: exports through the semaphore, reads and a
+// write through the RW lock.
+func TestSharedReadmeCode(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := timeout(t, 10*time.Second)
+	var exported atomic.Int64
+	if err := exportAll(ctx, e.locker, []string{"a", "b", "c", "d"}, func(context.Context, string) error {
+		exported.Add(1)
+		return nil
+	}); err != nil || exported.Load() != 4 {
+		t.Errorf("exportAll = %v, %d exported", err, exported.Load())
+	}
+	read := func(context.Context) error { return nil }
+	if err := readPrice(ctx, e.locker, read); err != nil {
+		t.Error(err)
+	}
+	if err := setPrice(ctx, e.locker, read); err != nil {
+		t.Error(err)
+	}
+}
