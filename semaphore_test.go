@@ -498,3 +498,77 @@ func TestSharedReadmeCode(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Scan finds every kind of hold, with its kind.
+func TestScanFindsEveryKind(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := timeout(t, 10*time.Second)
+	prefix := testKey(t) + ":"
+	if _, err := e.locker.TryObtain(ctx, prefix+"lock", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.locker.Semaphore(prefix+"sem", 2).TryAcquire(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.locker.RWMutex(prefix + "rw").TryRLock(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{}
+	for info, err := range e.locker.Scan(ctx, prefix+"*") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds[info.Key] = info.Kind
+	}
+	want := map[string]string{prefix + "lock": "lock", prefix + "sem": "semaphore", prefix + "rw": "rwmutex"}
+	if len(kinds) != len(want) {
+		t.Errorf("Scan found %v, want %v", kinds, want)
+	}
+	for key, kind := range want {
+		if kinds[key] != kind {
+			t.Errorf("Scan: %s is %q, want %q", key, kinds[key], kind)
+		}
+	}
+}
+
+// Connections cut while a permit is held and another waits: the holder's
+// release and the waiter's wake-up go through once go-redis reconnects.
+func TestSemaphoreConnectionsCut(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := timeout(t, 20*time.Second)
+	name := testKey(t)
+	held, err := e.locker.Semaphore(name, 1).TryAcquire(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		p, err := newLocker(t, e.rdb).Semaphore(name, 1).Acquire(ctx, time.Minute)
+		if err == nil {
+			err = p.Release(context.Background())
+		}
+		got <- err
+	}()
+	eventually(t, 5*time.Second, "the waiter queued", func() bool {
+		info, _ := e.locker.Inspect(ctx, name)
+		return info.Waiters == 1
+	})
+	admin := e.srv.Client()
+	defer admin.Close()
+	for _, typ := range []string{"pubsub", "normal"} {
+		if err := admin.Do(ctx, "CLIENT", "KILL", "TYPE", typ, "SKIPME", "yes").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatalf("Release after the connections were cut: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter after the connections were cut: %v", err)
+	}
+	if info, _ := e.locker.Inspect(ctx, name); info.Held {
+		t.Errorf("Inspect at the end = %+v, want nothing held", info)
+	}
+}
