@@ -511,7 +511,7 @@ func TestScanFindsEveryKind(t *testing.T) {
 	if _, err := e.locker.Semaphore(prefix+"sem", 2).TryAcquire(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.locker.RWMutex(prefix + "rw").TryRLock(ctx, time.Minute); err != nil {
+	if _, err := e.locker.RWMutex(prefix+"rw").TryRLock(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[string]string{}
