@@ -26,6 +26,7 @@ type Client struct {
 	quorum *quorum // the nodes of a Redlock Client; nil for a plain one
 	nodes  []*node // every node: node, or the quorum's
 	logger *slog.Logger
+	holder string    // what follows the random part of every token (holderSuffix)
 	epoch  time.Time // monotonic origin of the validity deadlines
 	err    error     // a nil client or bad option given to New; every call returns it
 
@@ -53,7 +54,7 @@ type Client struct {
 // Client per Redis client and share it: each New adds a hook.
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	cfg, err := newClientConfig(opts)
-	c := &Client{logger: cfg.logger, epoch: time.Now(), err: err, done: make(chan struct{})}
+	c := &Client{logger: cfg.logger, holder: holderSuffix(cfg.holderName), epoch: time.Now(), err: err, done: make(chan struct{})}
 	c.renewer.c = c
 	if isNil(rdb) {
 		c.err = ErrNilClient
@@ -215,6 +216,7 @@ func (c *Client) check(key string, ttl time.Duration, opts []ObtainOption) (obta
 		return obtainConfig{}, err
 	}
 	cfg, err := newObtainConfig(opts)
+	cfg.holderSuffix = c.holder
 	if err == nil && cfg.fair && c.quorum != nil {
 		err = fmt.Errorf("%w: WithFair needs one Redis deployment; a Redlock quorum has no single queue", ErrInvalidOption)
 	}

@@ -38,6 +38,16 @@ type LockInfo struct {
 
 	value string // see Value
 
+	// HolderName names the holder, as its Client's WithHolderName did
+	// (by default the host name, pid and program): "" when it is not held,
+	// or was taken without one (by another client, or an older dlock).
+	HolderName string
+
+	// Since is when the holder obtained the lock, by the server's clock:
+	// its fence tells it, being the server's time in microseconds at the
+	// acquire. Zero when the fence is not known.
+	Since time.Time
+
 	// Fence is the last fencing token handed out for the key, or 0 when
 	// that is no longer known (the lock was not taken by dlock, or its fence
 	// expired with it). On a Redlock quorum, for a held lock, it is the
@@ -82,6 +92,10 @@ type HolderInfo struct {
 	// where only the holder's first Lock.Fence hands one out.
 	Fence int64
 
+	// HolderName and Since are as in LockInfo.
+	HolderName string
+	Since      time.Time
+
 	value string // see Value
 }
 
@@ -102,15 +116,22 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	case r.code == stateWrongType:
 		return LockInfo{}, fmt.Errorf("%w: %s exists and is no lock, semaphore or RW lock", ErrWrongType, quoteKey(key))
 	}
-	info := LockInfo{Key: key, Held: r.code == stateHeld, Fingerprint: fingerprint(r.token), Fence: r.fence, Waiters: int(r.waiters), value: valueOf(r.token)}
+	info := LockInfo{Key: key, Held: r.code == stateHeld, Fingerprint: fingerprint(r.token), Fence: r.fence, Waiters: int(r.waiters)}
 	if info.Held {
+		info.HolderName, info.value = splitToken(r.token)
+		info.Since = sinceFence(r.fence)
 		info.TTL = pttlDuration(r.value)
 		info.Kind, info.Limit = "lock", int(r.limit)
 		if r.holders != nil {
 			info.Kind = r.kind
 			info.Holders = make([]HolderInfo, len(r.holders))
 			for i, h := range r.holders {
-				info.Holders[i] = HolderInfo{Mode: h.mode, Fingerprint: fingerprint(h.token), TTL: pttlDuration(h.pttl), Fence: h.fence, value: valueOf(h.token)}
+				name, value := splitToken(h.token)
+				info.Holders[i] = HolderInfo{Mode: h.mode, Fingerprint: fingerprint(h.token), TTL: pttlDuration(h.pttl), Fence: h.fence,
+					HolderName: name, Since: sinceFence(h.fence), value: value}
+			}
+			if len(info.Holders) > 0 { // the first to expire, as TTL and Fingerprint
+				info.Since = info.Holders[0].Since
 			}
 		}
 	}

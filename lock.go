@@ -54,8 +54,8 @@ func (c *Client) newLock(a attempt, fence int64, sent time.Time) *Lock {
 func (l *Lock) Key() string { return l.key }
 
 // Token returns the random value that identifies this holder: 128 bits from
-// crypto/rand, URL-safe base64 (followed by the lock's value, if it was
-// obtained WithValue). The lock's key holds it in Redis while the
+// crypto/rand, URL-safe base64, followed by the holder's name (see
+// WithHolderName) and the lock's value, if it was obtained WithValue. The lock's key holds it in Redis while the
 // lock is ours. Treat it as a secret: whoever knows it can release the lock.
 func (l *Lock) Token() string { return l.token }
 

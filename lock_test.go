@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -24,8 +25,8 @@ func TestObtainAndRelease(t *testing.T) {
 	if lock.Key() != key {
 		t.Errorf("Key() = %q, want %q", lock.Key(), key)
 	}
-	if len(lock.Token()) != 22 {
-		t.Errorf("Token() = %q, want 22 characters of base64 (128 bits)", lock.Token())
+	if !regexp.MustCompile(`^[A-Za-z0-9_-]{22}~`).MatchString(lock.Token()) {
+		t.Errorf("Token() = %q, want 22 characters of base64 (128 bits), then the holder's name", lock.Token())
 	}
 	if got := value(t, e.rdb, key); got != lock.Token() {
 		t.Errorf("key holds %q, want the token %q", got, lock.Token())

@@ -10,6 +10,7 @@ import (
 type Option func(*clientConfig)
 
 type clientConfig struct {
+	holderName  string
 	logger      *slog.Logger
 	nodeTimeout time.Duration
 	ack         replicaAck
@@ -23,7 +24,7 @@ type replicaAck struct {
 }
 
 func newClientConfig(opts []Option) (clientConfig, error) {
-	cfg := clientConfig{logger: slog.New(slog.DiscardHandler), nodeTimeout: DefaultNodeTimeout}
+	cfg := clientConfig{logger: slog.New(slog.DiscardHandler), nodeTimeout: DefaultNodeTimeout, holderName: DefaultHolderName()}
 	for _, opt := range opts {
 		if opt == nil {
 			return cfg, fmt.Errorf("%w: nil Option", ErrInvalidOption)
@@ -101,7 +102,8 @@ type obtainConfig struct {
 	noWait    bool          // WithoutWait
 	minHold   time.Duration // WithMinHold; Do only
 	// WithValue: what follows the random part of every token (value.go)
-	valueSuffix string
+	valueSuffix  string
+	holderSuffix string // the Client's (see WithHolderName)
 	err         error
 }
 

@@ -43,7 +43,7 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{logger: cfg.logger, epoch: time.Now(), done: make(chan struct{})}
+	c := &Client{logger: cfg.logger, holder: holderSuffix(cfg.holderName), epoch: time.Now(), done: make(chan struct{})}
 	c.renewer.c = c
 	q := &quorum{c: c, need: len(nodes)/2 + 1, timeout: cfg.nodeTimeout, workers: workers{c: c, calls: make(chan nodeCall)}}
 	seen := map[redis.UniversalClient]bool{}

@@ -39,7 +39,8 @@ func (i LockInfo) Value() string { return i.value }
 
 // A token with a value is newToken's 22 characters (never a dot, nor a
 // colon: the scripts and the release messages use colons to separate a
-// token from what follows it), the separator, and the escaped value.
+// token from what follows it), the holder's name if any (see
+// holderSuffix), the separator, and the escaped value.
 const (
 	randomTokenLen = 22
 	valueSeparator = "."
@@ -51,12 +52,10 @@ var (
 )
 
 // newToken returns a fresh token for an acquire with these options: random,
-// followed by the value if there is one.
-func (c obtainConfig) newToken() string { return newToken() + c.valueSuffix }
+// followed by the holder's name and the value if there are.
+func (c obtainConfig) newToken() string { return newToken() + c.holderSuffix + c.valueSuffix }
 
 func valueOf(token string) string {
-	if len(token) <= randomTokenLen || token[randomTokenLen:randomTokenLen+1] != valueSeparator {
-		return ""
-	}
-	return valueUnescaper.Replace(token[randomTokenLen+1:])
+	_, value := splitToken(token)
+	return value
 }

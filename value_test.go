@@ -3,6 +3,8 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -128,5 +130,55 @@ func TestWithValueRedlock(t *testing.T) {
 		if err != nil || info.Value() != "node:7" {
 			t.Errorf("Scan: Value() = %q, %v", info.Value(), err)
 		}
+	}
+}
+
+// Holder names: the default names the host, pid and program; a Client's
+// own name and a value travel together in the token, whatever they hold;
+// Inspect tells them, and when the holding began.
+func TestHolderName(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := timeout(t, 10*time.Second)
+	key := testKey(t)
+	before := time.Now()
+	lock := mustObtain(t, e.locker, key, time.Minute)
+	info, err := e.locker.Inspect(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if info.HolderName != dlock.DefaultHolderName() || !strings.HasPrefix(info.HolderName, host+" pid "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("HolderName = %q, want the default %q", info.HolderName, dlock.DefaultHolderName())
+	}
+	if info.Since.Before(before.Add(-time.Second)) || info.Since.After(time.Now().Add(time.Second)) {
+		t.Errorf("Since = %v, want about %v", info.Since, before)
+	}
+	_ = lock.Release(ctx)
+
+	for _, tc := range []struct{ name, value string }{
+		{"billing-7", ""}, {"a.b:c%d~e f", "v.1:2%3~"}, {"", "only a value"}, {"only a name", ""},
+	} {
+		locker := newLocker(t, e.rdb, dlock.WithHolderName(tc.name))
+		lock, err := locker.TryObtain(ctx, key, time.Minute, dlock.WithValue(tc.value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := locker.Inspect(ctx, key)
+		if err != nil || info.HolderName != tc.name || info.Value() != tc.value || lock.Value() != tc.value {
+			t.Errorf("name %q, value %q: Inspect = %q, %q (%v); Lock.Value %q", tc.name, tc.value, info.HolderName, info.Value(), err, lock.Value())
+		}
+		sem, err := locker.Semaphore(key+":sem", 2).TryAcquire(ctx, time.Minute, dlock.WithValue(tc.value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info, _ := locker.Inspect(ctx, key+":sem"); len(info.Holders) != 1 || info.Holders[0].HolderName != tc.name || info.Holders[0].Value() != tc.value {
+			t.Errorf("name %q, value %q: the semaphore's holder %+v", tc.name, tc.value, info.Holders)
+		}
+		_ = sem.Release(ctx)
+		_ = lock.Release(ctx)
+	}
+	if _, err := newLocker(t, e.rdb, dlock.WithHolderName(strings.Repeat("x", dlock.MaxHolderNameLen+1))).TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrInvalidOption) {
+		t.Errorf("a name over MaxHolderNameLen: %v, want ErrInvalidOption", err)
 	}
 }

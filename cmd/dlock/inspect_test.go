@@ -43,14 +43,18 @@ func TestStatus(t *testing.T) {
 	if strings.Contains(out, "waiters") {
 		t.Errorf("status of a lock nobody queues for shows waiters: %q", out)
 	}
+	if !regexp.MustCompile(`(?m)^summary: +held by ` + regexp.QuoteMeta(dlock.DefaultHolderName()) + ` \[` + lock.Fingerprint() + `\] for \d+s, fence \d+$`).MatchString(out) {
+		t.Errorf("status has no line \"summary: held by NAME [FINGERPRINT] for ..., fence ...\": %q", out)
+	}
 
 	code, out, _ = runCLI(t, "status", "nightly", "--json", "--redis", srv.URL()) // flags after KEY
 	var got lockJSON
 	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitOK {
 		t.Fatalf("status --json = %d, %q: %v", code, out, err)
 	}
-	want := lockJSON{Key: "nightly", Held: true, TTLMillis: got.TTLMillis, Fence: lock.Fence(), Holder: lock.Fingerprint(), Waiters: 0, Kind: "lock"}
-	if !reflect.DeepEqual(got, want) || got.TTLMillis < 50_000 || got.TTLMillis > 60_000 {
+	want := lockJSON{Key: "nightly", Held: true, TTLMillis: got.TTLMillis, Fence: lock.Fence(), Holder: lock.Fingerprint(), Waiters: 0, Kind: "lock",
+		Name: dlock.DefaultHolderName(), Since: got.Since}
+	if !reflect.DeepEqual(got, want) || got.Since == "" || got.TTLMillis < 50_000 || got.TTLMillis > 60_000 {
 		t.Errorf("status --json = %+v, want %+v with a ttl of about 60000", got, want)
 	}
 	if strings.Contains(out, lock.Token()[:6]) {
