@@ -104,7 +104,7 @@ type obtainConfig struct {
 	// WithValue: what follows the random part of every token (value.go)
 	valueSuffix  string
 	holderSuffix string // the Client's (see WithHolderName)
-	err         error
+	err          error
 }
 
 // WithAutoRenew turns automatic renewal on or off. A renewed lock is
