@@ -16,6 +16,12 @@ func (c *Client) call(ctx context.Context, o op) (reply, error) {
 	if ctx.Done() == nil || c.quorum != nil { // a quorum bounds its own calls
 		return c.run(ctx, o)
 	}
+	return c.callBounded(ctx, o)
+}
+
+// callBounded is call for a context that can end. (Apart, so that only
+// this path moves o to the heap for its closures.)
+func (c *Client) callBounded(ctx context.Context, o op) (reply, error) {
 	var late func(reply, error)
 	if o.isAcquire() {
 		late = func(r reply, err error) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -347,8 +348,18 @@ func (c *Client) refreshMany(ctx context.Context, locks []*Lock, deliver func([]
 }
 
 // newToken returns 128 random bits from crypto/rand, URL-safe base64.
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails: it crashes the program instead
-	return base64.RawURLEncoding.EncodeToString(b[:])
+func newToken() string { return newTokenWith("", "") }
+
+// newTokenWith returns newToken followed by a and b, in one allocation.
+func newTokenWith(a, b string) string {
+	var random [16]byte
+	_, _ = rand.Read(random[:]) // never fails: it crashes the program instead
+	var encoded [randomTokenLen]byte
+	base64.RawURLEncoding.Encode(encoded[:], random[:])
+	var t strings.Builder
+	t.Grow(randomTokenLen + len(a) + len(b))
+	t.Write(encoded[:])
+	t.WriteString(a)
+	t.WriteString(b)
+	return t.String()
 }

@@ -53,7 +53,7 @@ var (
 
 // newToken returns a fresh token for an acquire with these options: random,
 // followed by the holder's name and the value if there are.
-func (c obtainConfig) newToken() string { return newToken() + c.holderSuffix + c.valueSuffix }
+func (c obtainConfig) newToken() string { return newTokenWith(c.holderSuffix, c.valueSuffix) }
 
 func valueOf(token string) string {
 	_, value := splitToken(token)
