@@ -1,11 +1,11 @@
 package dlock
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/dlock-go/dlock/internal/ctxerr"
 )
 
 // call runs o and returns its reply, or returns when ctx is done, whichever
@@ -123,10 +123,4 @@ func (e *noAnswerError) Unwrap() []error {
 
 // contextError returns the error of a done context in which errors.Is finds
 // both ctx.Err() and the cause given to a CancelCauseFunc, if any.
-func contextError(ctx context.Context) error {
-	err, cause := ctx.Err(), context.Cause(ctx)
-	if cause == nil || errors.Is(cause, err) {
-		return cmp.Or(cause, err)
-	}
-	return fmt.Errorf("%w: %w", err, cause)
-}
+func contextError(ctx context.Context) error { return ctxerr.Of(ctx) }

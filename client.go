@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/wake"
 )
 
 // Client obtains locks on one Redis deployment: a single server, a primary
@@ -31,8 +33,8 @@ type Client struct {
 	epoch  time.Time // monotonic origin of the validity deadlines
 	err    error     // a nil client or bad option given to New; every call returns it
 
-	renewer renewer       // of the locks obtained WithAutoRenew
-	subs    []*subscriber // the release messages that wake waiters, one per node
+	renewer renewer            // of the locks obtained WithAutoRenew
+	subs    []*wake.Subscriber // the release messages that wake waiters, one per node
 
 	mu     sync.Mutex // orders track against Close
 	closed atomic.Bool
@@ -62,7 +64,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	} else {
 		c.node = newNode(rdb, cfg.ack)
 		c.nodes = []*node{c.node}
-		c.subs = []*subscriber{newSubscriber(rdb, c.logger)}
+		c.subs = []*wake.Subscriber{wake.New(rdb, c.logger)}
 	}
 	return c
 }
@@ -97,7 +99,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	if first {
 		for _, s := range c.subs {
-			s.close()
+			s.Close()
 		}
 	}
 	c.wg.Wait()

@@ -86,12 +86,6 @@ func splitToken(token string) (holder, value string) {
 	return holder, value
 }
 
-// holderNameOf returns the holder name in token, or "".
-func holderNameOf(token string) string {
-	holder, _ := splitToken(token)
-	return holder
-}
-
 // sinceFence returns when a holding whose fence is fence was obtained, by
 // the server's clock: a fence is at least the server's time in
 // microseconds at the acquire (see acquire.lua), and only a burst of

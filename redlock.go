@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/wake"
 )
 
 // NewRedlock returns a Client whose locks live on a quorum of independent
@@ -60,7 +62,7 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 		n := newNode(rdb, cfg.ack)
 		n.fenceless = true
 		q.nodes = append(q.nodes, n)
-		c.subs = append(c.subs, newSubscriber(rdb, c.logger))
+		c.subs = append(c.subs, wake.New(rdb, c.logger))
 	}
 	c.quorum, c.nodes = q, q.nodes
 	return c, nil

@@ -144,8 +144,7 @@ func TestSemaphoreContention(t *testing.T) {
 			for range rounds {
 				err := sem.Do(ctx, 10*time.Second, func(context.Context) error {
 					n := inside.Add(1)
-					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-					}
+					raiseTo(&most, n)
 					time.Sleep(time.Millisecond)
 					inside.Add(-1)
 					return nil
@@ -570,5 +569,12 @@ func TestSemaphoreConnectionsCut(t *testing.T) {
 	}
 	if info, _ := e.locker.Inspect(ctx, name); info.Held {
 		t.Errorf("Inspect at the end = %+v, want nothing held", info)
+	}
+}
+
+// raiseTo raises m to n if n is larger, as several goroutines count.
+func raiseTo(m *atomic.Int64, n int64) {
+	for old := m.Load(); n > old && !m.CompareAndSwap(old, n); old = m.Load() {
+		continue // another goroutine raised it meanwhile: look again
 	}
 }

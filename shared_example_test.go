@@ -59,7 +59,7 @@ func ExampleRWMutex() {
 	_ = r1.Release(ctx)
 	_ = r2.Release(ctx)
 
-	err = prices.Do(ctx, time.Minute, func(ctx context.Context) error {
+	err = prices.Do(ctx, time.Minute, func(context.Context) error {
 		fmt.Println("writing, alone")
 		return nil
 	})

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/wake"
 )
 
 // waiter is one call of Obtain: it tries, and between tries sleeps until
@@ -34,7 +36,7 @@ type waiter struct {
 	key     string
 	keys    []string
 	ttl     time.Duration
-	watches []*watch      // one per node listened to; none until listening, or if subscribing failed
+	watches []*wake.Watch // one per node listened to; none until listening, or if subscribing failed
 	wake    chan struct{} // the watches' wake-ups; nil until the first watch
 	timer   *time.Timer
 }
@@ -125,14 +127,14 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 
 // join makes the attempt a join the queue from its next try on, told of a
 // handoff or of its turn on the Client's own channel if Redis has
-// confirmed it (see subscriber.handoffChannel). Both stay as they are for
+// confirmed it (see wake.Subscriber.HandoffChannel). Both stay as they are for
 // the rest of the wait: with the token, they name the waiter in the queue.
 func (w *waiter) join(a *attempt) {
 	a.lease = waitLease
 	if w.cfg.fair {
 		a.lease = FairLease
 	}
-	a.notify = w.c.subs[0].handoffChannel()
+	a.notify = w.c.subs[0].HandoffChannel()
 }
 
 // listenIfSubscribed listens on the lock's channel if every node's
@@ -140,13 +142,13 @@ func (w *waiter) join(a *attempt) {
 // reports whether it does.
 func (w *waiter) listenIfSubscribed(channel, id string) bool {
 	for _, s := range w.c.subs {
-		watch := s.watchIfSubscribedWith(channel, id, w.wake)
+		watch := s.WatchIfSubscribedWith(channel, id, w.wake)
 		if watch == nil {
 			w.stopWatches()
 			return false
 		}
 		if w.wake == nil {
-			w.wake = watch.c // the first watch's; the others share it
+			w.wake = watch.Shared() // the first watch's; the others share it
 		}
 		w.watches = append(w.watches, watch)
 	}
@@ -155,13 +157,13 @@ func (w *waiter) listenIfSubscribed(channel, id string) bool {
 
 // listenQueued listens for the wake-ups of a waiter in the lock's queue,
 // which come on the Client's own channel, if that is confirmed already, and
-// reports whether it does (see subscriber.watchQueued).
+// reports whether it does (see wake.Subscriber.WatchQueued).
 func (w *waiter) listenQueued(channel, id string) bool {
-	watch := w.c.subs[0].watchQueued(channel, id)
+	watch := w.c.subs[0].WatchQueued(channel, id)
 	if watch == nil {
 		return false
 	}
-	w.wake = watch.c
+	w.wake = watch.Shared()
 	w.watches = append(w.watches, watch)
 	return true
 }
@@ -175,7 +177,7 @@ func (w *waiter) subscribe(ctx context.Context, channel, id string) bool {
 	ctx, cancel := context.WithTimeout(ctx, subscribeTimeout)
 	defer cancel()
 	type result struct {
-		watch *watch
+		watch *wake.Watch
 		err   error
 	}
 	if w.wake == nil {
@@ -185,11 +187,11 @@ func (w *waiter) subscribe(ctx context.Context, channel, id string) bool {
 	results := make(chan result, len(w.c.subs))
 	for _, s := range w.c.subs[1:] {
 		go func() {
-			watch, err := s.watchWith(ctx, channel, id, wake)
+			watch, err := s.WatchWith(ctx, channel, id, wake)
 			results <- result{watch, err}
 		}()
 	}
-	watch, err := w.c.subs[0].watchWith(ctx, channel, id, wake) // a single deployment's: no goroutine
+	watch, err := w.c.subs[0].WatchWith(ctx, channel, id, wake) // a single deployment's: no goroutine
 	results <- result{watch, err}
 	need := 1
 	if q := w.c.quorum; q != nil {
@@ -242,7 +244,7 @@ func (w *waiter) delay(n int, a attempt, r reply) time.Duration {
 // takeWoken reports whether a release woke this waiter, the first of the
 // queue, to try, since the last call.
 func (w *waiter) takeWoken() bool {
-	return len(w.watches) > 0 && w.watches[0].takeWoken()
+	return len(w.watches) > 0 && w.watches[0].TakeWoken()
 }
 
 // sleep waits for d, a release message, or the end of ctx, and reports
@@ -274,7 +276,7 @@ func (w *waiter) handedOver(a attempt, sent time.Time) *Lock {
 	if !a.queued() || len(w.watches) == 0 {
 		return nil
 	}
-	payload, ok := w.watches[0].takeHandoff()
+	payload, ok := w.watches[0].TakeHandoff()
 	if !ok || a.ttl > FairLease {
 		return nil
 	}
@@ -318,13 +320,13 @@ func (w *waiter) stop() {
 }
 
 // stopWatches ends the waiter's watches; those it never slept on do not
-// keep their channel subscribed (see watch.stopUnused).
+// keep their channel subscribed (see wake.Watch.StopUnused).
 func (w *waiter) stopWatches() {
 	for _, watch := range w.watches {
 		if w.timer != nil {
-			watch.stop()
+			watch.Stop()
 		} else {
-			watch.stopUnused()
+			watch.StopUnused()
 		}
 	}
 	w.watches = w.watches[:0]

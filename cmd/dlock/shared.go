@@ -30,8 +30,7 @@ func limitedExports(ctx context.Context, d *demo) result {
 		wg.Go(func() {
 			errs <- sem.Do(ctx, exportTTL, func(ctx context.Context) error {
 				n := running.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
+				raiseTo(&most, n)
 				defer running.Add(-1)
 				done.Add(1)
 				return sleep(ctx, exportTakes)
@@ -133,4 +132,11 @@ func writeDoc(ctx context.Context, rdb *redis.Client, under func(context.Context
 		}
 	}
 	return nil
+}
+
+// raiseTo raises m to n if n is larger, as several goroutines count.
+func raiseTo(m *atomic.Int64, n int64) {
+	for old := m.Load(); n > old && !m.CompareAndSwap(old, n); old = m.Load() {
+		continue // another goroutine raised it meanwhile: look again
+	}
 }

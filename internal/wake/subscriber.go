@@ -1,7 +1,14 @@
-package dlock
+// Package wake is how dlock's waiters hear of releases: one Redis Pub/Sub
+// connection per Client and node, shared by all its waiters, with one
+// SUBSCRIBE per channel however many wait on it. It is dlock's machinery,
+// not an API: see the package dlock for what users get.
+package wake
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -11,6 +18,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/ctxerr"
 )
 
 // A release publishes on the lock's channel (the name of its fence key, see
@@ -68,10 +77,10 @@ const (
 	subscriberMaxLingering = 1024
 )
 
-// subscriber shares one go-redis PubSub among the waiters of a Client. Its
+// Subscriber shares one go-redis PubSub among the waiters of a Client. Its
 // dispatcher goroutine, started by the first watch and stopped by close,
 // makes the calls and hands the messages out.
-type subscriber struct {
+type Subscriber struct {
 	rdb    redis.UniversalClient
 	logger *slog.Logger
 	// self is a channel of the subscriber's own: its confirmations tell a
@@ -89,7 +98,7 @@ type subscriber struct {
 	cancel   context.CancelFunc // stops the dispatcher; nil until the first watch
 	channels map[string]*channelState
 	dirty    map[string]struct{} // channels the dispatcher must bring in line with Redis
-	byID     map[string]*watch   // the watches with an id (waiters in a queue), by id
+	byID     map[string]*Watch   // the watches with an id (waiters in a queue), by id
 	lastErr  error               // of the last call, for the error of a watch that gave up
 }
 
@@ -105,7 +114,7 @@ const (
 // channelState is what the subscriber knows of one channel. The dispatcher
 // drops it when nobody watches and Redis has confirmed the UNSUBSCRIBE.
 type channelState struct {
-	watchers  map[*watch]struct{}
+	watchers  map[*Watch]struct{}
 	pinned    bool          // wanted without watchers: the subscriber's own channel
 	requested bool          // the last call was Subscribe: go-redis resubscribes it on reconnect
 	inflight  command       // a call Redis has not confirmed yet
@@ -115,9 +124,9 @@ type channelState struct {
 	idleSince time.Time     // when the last watcher that waited left: it lingers until subscriberLinger later
 }
 
-// watch is one watcher of a channel, until stop.
-type watch struct {
-	s       *subscriber
+// Watch is one watcher of a channel, until stop.
+type Watch struct {
+	s       *Subscriber
 	channel string
 	id      string
 	c       chan struct{}
@@ -126,40 +135,40 @@ type watch struct {
 	woken   bool   // guarded by s.mu: a release woke id, the first waiter of a queue, to try
 }
 
-// newSubscriber returns the subscriber of one Redis deployment. It starts
+// New returns the subscriber of one Redis deployment. It starts
 // nothing until the first watch.
-func newSubscriber(rdb redis.UniversalClient, logger *slog.Logger) *subscriber {
+func New(rdb redis.UniversalClient, logger *slog.Logger) *Subscriber {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &subscriber{
+	return &Subscriber{
 		rdb:      rdb,
 		logger:   logger,
-		self:     "dlock:subscriber:" + newToken(),
+		self:     "dlock:subscriber:" + randomName(),
 		linger:   subscriberLinger,
 		kick:     make(chan struct{}, 1),
 		stopping: make(chan struct{}),
 		done:     make(chan struct{}),
 		channels: make(map[string]*channelState),
 		dirty:    make(map[string]struct{}),
-		byID:     make(map[string]*watch),
+		byID:     make(map[string]*Watch),
 	}
 }
 
-// watch subscribes to channel (shared: one SUBSCRIBE per channel however
+// Watch subscribes to channel (shared: one SUBSCRIBE per channel however
 // many watchers, reference-counted) and returns once Redis has confirmed the
 // subscription, or with an error when ctx ends first or the subscriber is
 // closed (ErrClosed). id is the watcher's identity: a message whose payload
 // is "" or equals id wakes it; other payloads do not. id "" means: woken by
 // every message.
-func (s *subscriber) watch(ctx context.Context, channel, id string) (*watch, error) {
-	return s.watchWith(ctx, channel, id, nil)
+func (s *Subscriber) Watch(ctx context.Context, channel, id string) (*Watch, error) {
+	return s.WatchWith(ctx, channel, id, nil)
 }
 
-// watchWith is watch, with the watch's wake-ups sent on wake (capacity 1),
+// WatchWith is watch, with the watch's wake-ups sent on wake (capacity 1),
 // which the watches of a Redlock waiter on several subscribers share; nil
 // makes one.
-func (s *subscriber) watchWith(ctx context.Context, channel, id string, wake chan struct{}) (*watch, error) {
+func (s *Subscriber) WatchWith(ctx context.Context, channel, id string, wake chan struct{}) (*Watch, error) {
 	if ctx.Err() != nil {
 		return nil, s.watchError(ctx, channel)
 	}
@@ -183,24 +192,24 @@ func (s *subscriber) watchWith(ctx context.Context, channel, id string, wake cha
 	case <-ready:
 		return w, nil
 	case <-ctx.Done():
-		w.stop()
+		w.Stop()
 		return nil, s.watchError(ctx, channel)
 	case <-s.stopping:
-		w.stop()
+		w.Stop()
 		return nil, ErrClosed
 	}
 }
 
-// watchIfSubscribed returns a watch of channel if its subscription is
+// WatchIfSubscribed returns a watch of channel if its subscription is
 // confirmed already, which costs no call to Redis, and nil otherwise (also
 // when the subscriber is closed).
-func (s *subscriber) watchIfSubscribed(channel, id string) *watch {
-	return s.watchIfSubscribedWith(channel, id, nil)
+func (s *Subscriber) WatchIfSubscribed(channel, id string) *Watch {
+	return s.WatchIfSubscribedWith(channel, id, nil)
 }
 
-// watchIfSubscribedWith is watchIfSubscribed with a wake channel, as for
+// WatchIfSubscribedWith is watchIfSubscribed with a wake channel, as for
 // watchWith.
-func (s *subscriber) watchIfSubscribedWith(channel, id string, wake chan struct{}) *watch {
+func (s *Subscriber) WatchIfSubscribedWith(channel, id string, wake chan struct{}) *Watch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.channels[channel]
@@ -210,13 +219,13 @@ func (s *subscriber) watchIfSubscribedWith(channel, id string, wake chan struct{
 	return s.add(st, channel, id, wake)
 }
 
-// watchQueued returns a watch of channel at once, for a waiter that joins
+// WatchQueued returns a watch of channel at once, for a waiter that joins
 // the lock's queue with its next attempt, and subscribes channel in the
 // background if need be. Such a waiter is woken on the subscriber's own
 // channel (see release.lua), and needs the lock's channel only for the
 // messages to every waiter. It returns nil, and watches nothing, unless the
 // own channel is confirmed.
-func (s *subscriber) watchQueued(channel, id string) *watch {
+func (s *Subscriber) WatchQueued(channel, id string) *Watch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if self := s.channels[s.self]; s.closed || self == nil || !self.confirmed {
@@ -234,19 +243,23 @@ func (s *subscriber) watchQueued(channel, id string) *watch {
 // blocks the dispatcher; wakes coalesce) when a matching message arrives,
 // and also after the subscriber connection was re-established (messages may
 // have been lost while it was down, so every watcher is woken to try again).
-func (w *watch) C() <-chan struct{} { return w.c }
+func (w *Watch) C() <-chan struct{} { return w.c }
 
-// stop ends the watch; the channel lingers subscribed after its last
+// Shared returns the channel C receives from, to give to WatchWith, so
+// that a watch of another channel or Subscriber wakes the same waiter.
+func (w *Watch) Shared() chan struct{} { return w.c }
+
+// Stop ends the watch; the channel lingers subscribed after its last
 // watcher stopped (see subscriberLinger). Idempotent, safe concurrently.
-func (w *watch) stop() { w.end(true) }
+func (w *Watch) Stop() { w.end(true) }
 
-// stopUnused ends a watch that was never waited on: its caller got the
+// StopUnused ends a watch that was never waited on: its caller got the
 // lock at once. It does not restart the channel's linger, or every
 // uncontended Obtain of a lock whose channel is still subscribed would
 // keep it subscribed, paying for release messages nobody waits for.
-func (w *watch) stopUnused() { w.end(false) }
+func (w *Watch) StopUnused() { w.end(false) }
 
-func (w *watch) end(used bool) {
+func (w *Watch) end(used bool) {
 	s := w.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -267,9 +280,9 @@ func (w *watch) end(used bool) {
 	}
 }
 
-// close stops the dispatcher goroutine, closes the PubSub, and waits for
+// Close stops the dispatcher goroutine, closes the PubSub, and waits for
 // every goroutine to exit. Later watch calls return ErrClosed. Idempotent.
-func (s *subscriber) close() {
+func (s *Subscriber) Close() {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
@@ -286,7 +299,7 @@ func (s *subscriber) close() {
 
 // start creates the PubSub and the dispatcher, unless done already. No call
 // to Redis happens here: go-redis dials in its own goroutine. s.mu is held.
-func (s *subscriber) start() {
+func (s *Subscriber) start() {
 	if s.cancel != nil {
 		return
 	}
@@ -302,21 +315,21 @@ func (s *subscriber) start() {
 }
 
 // state returns the state of channel, created if need be. s.mu is held.
-func (s *subscriber) state(channel string) *channelState {
+func (s *Subscriber) state(channel string) *channelState {
 	st := s.channels[channel]
 	if st == nil {
-		st = &channelState{watchers: make(map[*watch]struct{}), ready: make(chan struct{})}
+		st = &channelState{watchers: make(map[*Watch]struct{}), ready: make(chan struct{})}
 		s.channels[channel] = st
 	}
 	return st
 }
 
 // add registers a new watcher of channel, whose state is st. s.mu is held.
-func (s *subscriber) add(st *channelState, channel, id string, wake chan struct{}) *watch {
+func (s *Subscriber) add(st *channelState, channel, id string, wake chan struct{}) *Watch {
 	if wake == nil {
 		wake = make(chan struct{}, 1)
 	}
-	w := &watch{s: s, channel: channel, id: id, c: wake}
+	w := &Watch{s: s, channel: channel, id: id, c: wake}
 	st.watchers[w] = struct{}{}
 	if id != "" {
 		s.byID[id] = w
@@ -325,7 +338,7 @@ func (s *subscriber) add(st *channelState, channel, id string, wake chan struct{
 }
 
 // markDirty has the dispatcher look at channel. s.mu is held.
-func (s *subscriber) markDirty(channel string) {
+func (s *Subscriber) markDirty(channel string) {
 	s.dirty[channel] = struct{}{}
 	select {
 	case s.kick <- struct{}{}:
@@ -334,20 +347,20 @@ func (s *subscriber) markDirty(channel string) {
 }
 
 // watchError is the error of a watch whose context ended first.
-func (s *subscriber) watchError(ctx context.Context, channel string) error {
+func (s *Subscriber) watchError(ctx context.Context, channel string) error {
 	s.mu.Lock()
 	last := s.lastErr
 	s.mu.Unlock()
 	if last != nil {
-		return fmt.Errorf("dlock: subscribe to %s: %w (last error from redis: %w)", quoteKey(channel), contextError(ctx), last)
+		return fmt.Errorf("dlock: subscribe to %q: %w (last error from redis: %w)", channel, ctxerr.Of(ctx), last)
 	}
-	return fmt.Errorf("dlock: subscribe to %s: %w", quoteKey(channel), contextError(ctx))
+	return fmt.Errorf("dlock: subscribe to %q: %w", channel, ctxerr.Of(ctx))
 }
 
 // run is the dispatcher: it hands out messages and confirmations, and
 // brings the subscriptions in line with the watchers. On its way out it
 // closes the PubSub and drains msgs until go-redis's receiver has exited.
-func (s *subscriber) run(ctx context.Context, ps *redis.PubSub, msgs <-chan any) {
+func (s *Subscriber) run(ctx context.Context, ps *redis.PubSub, msgs <-chan any) {
 	defer close(s.done)
 	defer s.shutdown()
 	defer func() {
@@ -388,7 +401,7 @@ func (s *subscriber) run(ctx context.Context, ps *redis.PubSub, msgs <-chan any)
 
 // shutdown makes the subscriber closed when its dispatcher exits, whatever
 // the reason, so that no watch waits for it.
-func (s *subscriber) shutdown() {
+func (s *Subscriber) shutdown() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
@@ -398,7 +411,7 @@ func (s *subscriber) shutdown() {
 }
 
 // handle takes one message or confirmation from go-redis.
-func (s *subscriber) handle(msg any) {
+func (s *Subscriber) handle(msg any) {
 	s.mu.Lock()
 	reconnected := false
 	switch m := msg.(type) {
@@ -425,7 +438,7 @@ func (s *subscriber) handle(msg any) {
 
 // subscribed takes a "subscribe" confirmation, and reports whether it shows
 // a reconnect. s.mu is held.
-func (s *subscriber) subscribed(channel string) (reconnected bool) {
+func (s *Subscriber) subscribed(channel string) (reconnected bool) {
 	st := s.channels[channel]
 	if st == nil || !st.requested || st.inflight == unsubscribeCommand {
 		return false // of an older call, since undone
@@ -451,7 +464,7 @@ func (s *subscriber) subscribed(channel string) (reconnected bool) {
 }
 
 // unsubscribed takes an "unsubscribe" confirmation. s.mu is held.
-func (s *subscriber) unsubscribed(channel string) {
+func (s *Subscriber) unsubscribed(channel string) {
 	st := s.channels[channel]
 	if st == nil || st.inflight != unsubscribeCommand {
 		return // a repeated one
@@ -480,20 +493,20 @@ func (st *channelState) wake(payload string) {
 }
 
 // notify wakes the watcher, without blocking.
-func (w *watch) notify() {
+func (w *Watch) notify() {
 	select {
 	case w.c <- struct{}{}:
 	default: // a wake is pending already
 	}
 }
 
-// handoffChannel returns the channel on which a fair waiter of this
+// HandoffChannel returns the channel on which a fair waiter of this
 // subscriber is told that the lock was handed over to it: the subscriber's
 // own, which no other Client listens to, once Redis confirmed it; until
 // then, and if Redis refuses it, "" (the lock's channel, which every
 // waiting Client hears). A waiter keeps the one it got: it is part of its
 // name in the queue.
-func (s *subscriber) handoffChannel() string {
+func (s *Subscriber) HandoffChannel() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st := s.channels[s.self]; st != nil && st.confirmed {
@@ -505,7 +518,7 @@ func (s *subscriber) handoffChannel() string {
 // handOver takes a message on the subscriber's own channel: "id:fence",
 // the lock handed over to waiter id, or "id", waiter id woken to try (see
 // release.lua). s.mu is held.
-func (s *subscriber) handOver(payload string) {
+func (s *Subscriber) handOver(payload string) {
 	id, fence, handoff := strings.Cut(payload, ":")
 	w := s.byID[id]
 	switch {
@@ -519,9 +532,9 @@ func (s *subscriber) handOver(payload string) {
 	}
 }
 
-// takeWoken reports whether a message woke this watcher, the first waiter
+// TakeWoken reports whether a message woke this watcher, the first waiter
 // of a queue, to try, since the last call.
-func (w *watch) takeWoken() bool {
+func (w *Watch) TakeWoken() bool {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	woken := w.woken
@@ -529,9 +542,9 @@ func (w *watch) takeWoken() bool {
 	return woken
 }
 
-// takeHandoff returns the fence of a lock handed over to this watcher, if
+// TakeHandoff returns the fence of a lock handed over to this watcher, if
 // a message said so since the last call.
-func (w *watch) takeHandoff() (string, bool) {
+func (w *Watch) TakeHandoff() (string, bool) {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	h := w.handoff
@@ -541,7 +554,7 @@ func (w *watch) takeHandoff() (string, bool) {
 
 // sweep has the dispatcher look at the channels that linger, to
 // unsubscribe those that have lingered long enough.
-func (s *subscriber) sweep() {
+func (s *Subscriber) sweep() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for channel, st := range s.channels {
@@ -579,7 +592,7 @@ func (st *channelState) idle() bool {
 
 // sync makes the calls the dirty channels need, and reports whether one
 // failed.
-func (s *subscriber) sync(ctx context.Context, ps *redis.PubSub) (failed bool) {
+func (s *Subscriber) sync(ctx context.Context, ps *redis.PubSub) (failed bool) {
 	subs, unsubs := s.plan()
 	if len(subs) > 0 && !s.call(ctx, subs, subscribeCommand, ps.Subscribe) {
 		failed = true
@@ -593,7 +606,7 @@ func (s *subscriber) sync(ctx context.Context, ps *redis.PubSub) (failed bool) {
 // plan takes the dirty channels and returns those to subscribe and to
 // unsubscribe, and drops the idle ones. The state changes before the calls,
 // so that no watch finds a channel confirmed that is being unsubscribed.
-func (s *subscriber) plan() (subs, unsubs []string) {
+func (s *Subscriber) plan() (subs, unsubs []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -641,7 +654,7 @@ func (s *subscriber) plan() (subs, unsubs []string) {
 // call makes one Subscribe or Unsubscribe call for channels, and reports
 // whether it succeeded. go-redis changes its own list of channels, which it
 // resubscribes on reconnect, whether or not the call succeeds.
-func (s *subscriber) call(ctx context.Context, channels []string, cmd command, fn func(context.Context, ...string) error) bool {
+func (s *Subscriber) call(ctx context.Context, channels []string, cmd command, fn func(context.Context, ...string) error) bool {
 	ctx, cancel := context.WithTimeout(ctx, subscriberCallTimeout)
 	err := fn(ctx, channels...)
 	cancel()
@@ -667,3 +680,14 @@ func (s *subscriber) call(ctx context.Context, channels []string, cmd command, f
 var commandNames = [...]string{noCommand: "none", subscribeCommand: "subscribe", unsubscribeCommand: "unsubscribe"}
 
 func (c command) String() string { return commandNames[c] }
+
+// ErrClosed is the error of a watch on a closed Subscriber.
+var ErrClosed = errors.New("dlock: client closed")
+
+// randomName returns 128 random bits from crypto/rand, URL-safe base64:
+// the Subscriber's own channel is named with it.
+func randomName() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails: it crashes the program instead
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

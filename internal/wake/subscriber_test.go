@@ -1,4 +1,4 @@
-package dlock
+package wake
 
 import (
 	"bytes"
@@ -21,27 +21,27 @@ import (
 // newTestSubscriber returns a subscriber on rdb that is closed when the test
 // ends, before rdb and its server. Its channels do not linger: the last
 // stop unsubscribes at once (TestSubscriberLinger tests lingering).
-func newTestSubscriber(t *testing.T, rdb redis.UniversalClient, logger *slog.Logger) *subscriber {
+func newTestSubscriber(t *testing.T, rdb redis.UniversalClient, logger *slog.Logger) *Subscriber {
 	t.Helper()
-	s := newSubscriber(rdb, logger)
+	s := New(rdb, logger)
 	s.linger = 0
-	t.Cleanup(s.close)
+	t.Cleanup(s.Close)
 	return s
 }
 
 // lingering returns a subscriber whose channels linger 300 ms, and a
 // channel it has just stopped watching, which lingers.
-func lingering(t *testing.T) (*redis.Client, *subscriber, string) {
+func lingering(t *testing.T) (*redis.Client, *Subscriber, string) {
 	t.Helper()
 	rdb := redistest.NewServer(t).Client()
 	s := newTestSubscriber(t, rdb, nil)
 	s.linger = 300 * time.Millisecond
 	channel := subChannel(t, "a")
-	w, err := s.watch(subCtx(t, 5*time.Second), channel, "")
+	w, err := s.Watch(subCtx(t, 5*time.Second), channel, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.stop()
+	w.Stop()
 	return rdb, s, channel
 }
 
@@ -51,11 +51,11 @@ func lingering(t *testing.T) (*redis.Client, *subscriber, string) {
 func TestSubscriberLinger(t *testing.T) {
 	t.Parallel()
 	rdb, s, channel := lingering(t)
-	again := s.watchIfSubscribed(channel, "")
+	again := s.WatchIfSubscribed(channel, "")
 	if again == nil {
 		t.Fatal("the channel did not linger after its last watcher left")
 	}
-	again.stop()
+	again.Stop()
 	if n := rdb.PubSubNumSub(context.Background(), channel).Val()[channel]; n != 1 {
 		t.Errorf("NUMSUB while lingering = %d, want 1", n)
 	}
@@ -66,7 +66,7 @@ func TestSubscriberLinger(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if s.watchIfSubscribed(channel, "") != nil {
+	if s.WatchIfSubscribed(channel, "") != nil {
 		t.Error("watchIfSubscribed found the channel after it was unsubscribed")
 	}
 }
@@ -78,11 +78,11 @@ func TestSubscriberLingerNotKeptByUnusedWatches(t *testing.T) {
 	_, s, channel := lingering(t)
 	deadline := time.Now().Add(6 * time.Second) // the sweep runs every linger/2 of the default
 	for {
-		unused := s.watchIfSubscribed(channel, "")
+		unused := s.WatchIfSubscribed(channel, "")
 		if unused == nil {
 			break // unsubscribed
 		}
-		unused.stopUnused()
+		unused.StopUnused()
 		if time.Now().After(deadline) {
 			t.Fatal("unused watches kept the channel subscribed")
 		}
@@ -92,7 +92,7 @@ func TestSubscriberLingerNotKeptByUnusedWatches(t *testing.T) {
 
 // subChannel returns the release channel of a lock key unique to the test.
 func subChannel(t *testing.T, suffix string) string {
-	return lockKeys("test:" + strings.ReplaceAll(t.Name(), "/", ":") + ":" + suffix)[1]
+	return "dlock:fence{test:" + strings.ReplaceAll(t.Name(), "/", ":") + ":" + suffix + "}"
 }
 
 // subCtx returns a context that ends after d or with the test.
@@ -103,9 +103,9 @@ func subCtx(t *testing.T, d time.Duration) context.Context {
 }
 
 // mustWatch watches channel as id, or fails the test.
-func mustWatch(t *testing.T, s *subscriber, channel, id string) *watch {
+func mustWatch(t *testing.T, s *Subscriber, channel, id string) *Watch {
 	t.Helper()
-	w, err := s.watch(subCtx(t, 5*time.Second), channel, id)
+	w, err := s.Watch(subCtx(t, 5*time.Second), channel, id)
 	if err != nil {
 		t.Fatalf("watch(%q, %q): %v", channel, id, err)
 	}
@@ -113,7 +113,7 @@ func mustWatch(t *testing.T, s *subscriber, channel, id string) *watch {
 }
 
 // waitWake fails the test unless w is woken within d.
-func waitWake(t *testing.T, w *watch, d time.Duration, what string) {
+func waitWake(t *testing.T, w *Watch, d time.Duration, what string) {
 	t.Helper()
 	select {
 	case <-w.C():
@@ -123,7 +123,7 @@ func waitWake(t *testing.T, w *watch, d time.Duration, what string) {
 }
 
 // woken reports whether w has a wake pending, and takes it.
-func woken(w *watch) bool {
+func woken(w *Watch) bool {
 	select {
 	case <-w.C():
 		return true
@@ -165,7 +165,7 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 // knownChannels returns the channels s keeps a state for, besides its own.
-func knownChannels(s *subscriber) []string {
+func knownChannels(s *Subscriber) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var names []string
@@ -196,7 +196,7 @@ func TestSubscriberWakesOnPublish(t *testing.T) {
 		publish(t, rdb, channel, "")
 	}
 	waitWake(t, w, 2*time.Second, "three PUBLISHes")
-	w.stop()
+	w.Stop()
 }
 
 func TestSubscriberWakesByPayload(t *testing.T) {
@@ -204,7 +204,7 @@ func TestSubscriberWakesByPayload(t *testing.T) {
 	rdb := redistest.NewServer(t).Client()
 	s := newTestSubscriber(t, rdb, nil)
 	channel := subChannel(t, "a")
-	watchers := map[string]*watch{}
+	watchers := map[string]*Watch{}
 	for _, id := range []string{"alice", "bob", ""} {
 		watchers[id] = mustWatch(t, s, channel, id)
 	}
@@ -239,13 +239,13 @@ func TestSubscriberSharesOneSubscription(t *testing.T) {
 	channel, other := subChannel(t, "a"), subChannel(t, "b")
 
 	const n = 20
-	watchers := make([]*watch, n)
+	watchers := make([]*Watch, n)
 	var wg sync.WaitGroup
 	ctx := subCtx(t, 5*time.Second)
 	for i := range watchers {
 		wg.Go(func() {
 			var err error
-			if watchers[i], err = s.watch(ctx, channel, ""); err != nil {
+			if watchers[i], err = s.Watch(ctx, channel, ""); err != nil {
 				t.Errorf("watch %d: %v", i, err)
 			}
 		})
@@ -254,7 +254,7 @@ func TestSubscriberSharesOneSubscription(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	mustWatch(t, s, other, "").stop()
+	mustWatch(t, s, other, "").Stop()
 	if got := numSub(t, rdb, channel); got != 1 {
 		t.Errorf("PUBSUB NUMSUB with %d watchers = %d, want 1", n, got)
 	}
@@ -280,15 +280,15 @@ func TestSubscriberSharesOneSubscription(t *testing.T) {
 	}
 
 	for _, w := range watchers[1:] {
-		w.stop()
-		w.stop() // idempotent
+		w.Stop()
+		w.Stop() // idempotent
 	}
 	if n := publish(t, rdb, channel, ""); n != 1 {
 		t.Errorf("with one watcher left, PUBLISH reached %d subscribers, want 1", n)
 	}
 	waitWake(t, watchers[0], 2*time.Second, "the last watcher")
 
-	watchers[0].stop()
+	watchers[0].Stop()
 	eventually(t, 2*time.Second, "NUMSUB 0 after the last stop", func() bool {
 		return numSub(t, rdb, channel) == 0 && numSub(t, rdb, other) == 0
 	})
@@ -308,7 +308,7 @@ func TestSubscriberRewatchRace(t *testing.T) {
 		if n := publish(t, rdb, channel, "x"); n != 1 {
 			t.Fatalf("round %d: PUBLISH right after watch reached %d subscribers, want 1", i, n)
 		}
-		w.stop() // the UNSUBSCRIBE is on its way when the next watch comes
+		w.Stop() // the UNSUBSCRIBE is on its way when the next watch comes
 	}
 
 	ctx := subCtx(t, 10*time.Second)
@@ -316,7 +316,7 @@ func TestSubscriberRewatchRace(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 30 {
-				w, err := s.watch(ctx, channel, "")
+				w, err := s.Watch(ctx, channel, "")
 				if err != nil {
 					t.Errorf("goroutine %d round %d: watch: %v", g, i, err)
 					return
@@ -325,9 +325,9 @@ func TestSubscriberRewatchRace(t *testing.T) {
 					t.Errorf("goroutine %d round %d: PUBLISH while watched = %d, %v; want 1 subscriber", g, i, n, err)
 				}
 				if i%2 == 0 {
-					w.stop()
+					w.Stop()
 				} else {
-					wg.Go(w.stop) // also concurrently with the next watch
+					wg.Go(w.Stop) // also concurrently with the next watch
 				}
 			}
 		})
@@ -339,7 +339,7 @@ func TestSubscriberRewatchRace(t *testing.T) {
 		t.Fatalf("after the race PUBLISH reached %d subscribers, want 1", n)
 	}
 	waitWake(t, w, 2*time.Second, "after the race")
-	w.stop()
+	w.Stop()
 	eventually(t, 2*time.Second, "NUMSUB 0 after the race", func() bool { return numSub(t, rdb, channel) == 0 })
 	eventually(t, 2*time.Second, "the state dropped", func() bool { return len(knownChannels(s)) == 0 })
 }
@@ -351,49 +351,49 @@ func TestSubscriberClosed(t *testing.T) {
 	channel := subChannel(t, "a")
 
 	t.Run("never started", func(t *testing.T) {
-		s := newSubscriber(rdb, nil)
-		s.close()
-		s.close()
-		if _, err := s.watch(context.Background(), channel, ""); !errors.Is(err, ErrClosed) {
+		s := New(rdb, nil)
+		s.Close()
+		s.Close()
+		if _, err := s.Watch(context.Background(), channel, ""); !errors.Is(err, ErrClosed) {
 			t.Errorf("watch after close = %v, want ErrClosed", err)
 		}
 	})
 
 	t.Run("running", func(t *testing.T) {
-		s := newSubscriber(rdb, nil)
-		defer s.close()
+		s := New(rdb, nil)
+		defer s.Close()
 		w := mustWatch(t, s, channel, "")
 		var wg sync.WaitGroup
 		for range 3 {
-			wg.Go(s.close)
+			wg.Go(s.Close)
 		}
 		wg.Wait()
-		if _, err := s.watch(context.Background(), channel, ""); !errors.Is(err, ErrClosed) {
+		if _, err := s.Watch(context.Background(), channel, ""); !errors.Is(err, ErrClosed) {
 			t.Errorf("watch after close = %v, want ErrClosed", err)
 		}
-		if w := s.watchIfSubscribed(channel, ""); w != nil {
+		if w := s.WatchIfSubscribed(channel, ""); w != nil {
 			t.Error("watchIfSubscribed after close returned a watch")
 		}
-		w.stop()
-		w.stop()
+		w.Stop()
+		w.Stop()
 		eventually(t, 2*time.Second, "NUMSUB 0 after close", func() bool { return numSub(t, rdb, channel) == 0 })
 	})
 
 	t.Run("while a watch waits", func(t *testing.T) {
-		s := newSubscriber(rdb, nil)
-		defer s.close()
+		s := New(rdb, nil)
+		defer s.Close()
 		mustWatch(t, s, channel, "") // connected
 		srv.Pause()
 		defer srv.Resume()
 		ctx, other := subCtx(t, 10*time.Second), subChannel(t, "b")
 		errc := make(chan error, 1)
 		go func() {
-			_, err := s.watch(ctx, other, "")
+			_, err := s.Watch(ctx, other, "")
 			errc <- err
 		}()
 		time.Sleep(50 * time.Millisecond) // let it wait for the confirmation
 		start := time.Now()
-		s.close()
+		s.Close()
 		select {
 		case err := <-errc:
 			if !errors.Is(err, ErrClosed) {
@@ -440,7 +440,7 @@ func TestSubscriberRedisDown(t *testing.T) {
 
 	srv.Kill()
 	start := time.Now()
-	_, err := s.watch(subCtx(t, 300*time.Millisecond), channel, "")
+	_, err := s.Watch(subCtx(t, 300*time.Millisecond), channel, "")
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("watch with a 300ms deadline on a dead Redis took %v", took)
 	}
@@ -542,19 +542,19 @@ func TestSubscriberPaused(t *testing.T) {
 
 	srv.Pause()
 	start := time.Now()
-	second, err := s.watch(subCtx(t, time.Second), channel, "")
+	second, err := s.Watch(subCtx(t, time.Second), channel, "")
 	if err != nil || time.Since(start) > 100*time.Millisecond {
 		t.Errorf("second watch of a confirmed channel on a paused Redis = %v after %v, want at once", err, time.Since(start))
 	}
-	if s.watchIfSubscribed(other, "") != nil {
+	if s.WatchIfSubscribed(other, "") != nil {
 		t.Error("watchIfSubscribed of a channel never watched returned a watch")
 	}
-	third := s.watchIfSubscribed(channel, "")
+	third := s.WatchIfSubscribed(channel, "")
 	if third == nil {
 		t.Error("watchIfSubscribed of a confirmed channel returned nil")
 	}
 	start = time.Now()
-	if _, err := s.watch(subCtx(t, 200*time.Millisecond), other, ""); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := s.Watch(subCtx(t, 200*time.Millisecond), other, ""); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("watch of a new channel on a paused Redis = %v, want DeadlineExceeded", err)
 	}
 	if took := time.Since(start); took > time.Second {
@@ -563,7 +563,7 @@ func TestSubscriberPaused(t *testing.T) {
 	srv.Resume()
 
 	publish(t, rdb, channel, "")
-	for i, w := range []*watch{w, second, third} {
+	for i, w := range []*Watch{w, second, third} {
 		if w != nil {
 			waitWake(t, w, 2*time.Second, fmt.Sprintf("watcher %d after Resume", i))
 		}
@@ -630,14 +630,14 @@ func TestSubscriberCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	before := goleak.IgnoreCurrent()
 
-	s := newSubscriber(rdb, nil)
+	s := New(rdb, nil)
 	w := mustWatch(t, s, subChannel(t, "a"), "")
-	mustWatch(t, s, subChannel(t, "b"), "x").stop()
+	mustWatch(t, s, subChannel(t, "b"), "x").Stop()
 	if err := rdb.ClientKillByFilter(subCtx(t, 5*time.Second), "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)
 	}
 	waitWake(t, w, 5*time.Second, "reconnect")
-	s.close()
+	s.Close()
 	goleak.VerifyNone(t, before)
 }
 
@@ -645,7 +645,7 @@ func TestSubscriberCloseLeavesNoGoroutines(t *testing.T) {
 // racing on one connection and reconnects produce.
 func TestSubscriberConfirmationOrder(t *testing.T) {
 	t.Parallel()
-	s := newSubscriber(nil, nil)
+	s := New(nil, nil)
 	s.linger = 0
 	ok := func(context.Context, ...string) error { return nil }
 	confirm := func(kind, channel string) { s.handle(&redis.Subscription{Kind: kind, Channel: channel}) }
@@ -664,7 +664,7 @@ func TestSubscriberConfirmationOrder(t *testing.T) {
 			s.call(context.Background(), unsubs, unsubscribeCommand, ok)
 		}
 	}
-	add := func(channel string) (*watch, <-chan struct{}) {
+	add := func(channel string) (*Watch, <-chan struct{}) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		st := s.state(channel)
@@ -689,7 +689,7 @@ func TestSubscriberConfirmationOrder(t *testing.T) {
 	const c = "c"
 	w1, ready1 := add(c)
 	step("first watch", []string{c}, nil)
-	w1.stop()
+	w1.Stop()
 	step("stop before the confirmation", nil, nil) // one call out at a time
 	confirm("subscribe", c)
 	if !isClosed(ready1) {
@@ -723,7 +723,7 @@ func TestSubscriberConfirmationOrder(t *testing.T) {
 
 	// A reconnect while an UNSUBSCRIBE is out: it is sent again, as its
 	// confirmation may be lost.
-	w2.stop()
+	w2.Stop()
 	step("last stop", nil, []string{c})
 	confirm("subscribe", s.self) // the subscriber's own channel, again
 	step("after the reconnect", nil, []string{c})
@@ -737,7 +737,7 @@ func TestSubscriberConfirmationOrder(t *testing.T) {
 
 func TestSubscriberNextCommand(t *testing.T) {
 	t.Parallel()
-	watched := map[*watch]struct{}{{}: {}}
+	watched := map[*Watch]struct{}{{}: {}}
 	for _, tc := range []struct {
 		name string
 		st   channelState
