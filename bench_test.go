@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,6 +34,10 @@ import (
 //	dlock-sem      Semaphore(key, 3).TryAcquire + Release
 //	dlock-read     RWMutex(key).TryRLock + Release
 //	dlock-write    RWMutex(key).TryLock + Release
+//
+// Serial rows also report redis-cpu-µs/op: the CPU time redis-server used
+// per cycle (INFO cpu), which the load of the client's machine changes
+// little.
 func BenchmarkCycle(b *testing.B) {
 	srv := redistest.NewServer(b)
 	rdb := srv.Client()
@@ -103,11 +108,13 @@ func BenchmarkCycle(b *testing.B) {
 		b.Run("lib="+row.lib+"/mode=serial", func(b *testing.B) {
 			key := "bench:" + row.lib
 			b.ReportAllocs()
+			cpu := serverCPU(b, rdb)
 			for b.Loop() {
 				if err := cycle(row.ctx, key); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric((serverCPU(b, rdb)-cpu)/float64(b.N), "redis-cpu-µs/op")
 		})
 		b.Run("lib="+row.lib+"/mode=parallel", func(b *testing.B) {
 			var worker atomic.Int64
@@ -123,6 +130,26 @@ func BenchmarkCycle(b *testing.B) {
 			})
 		})
 	}
+}
+
+// serverCPU returns the CPU time redis-server has used (INFO cpu, user
+// and system), in microseconds: its difference over a row is the part of
+// the row's cost that the load of the client's machine does not change.
+func serverCPU(b *testing.B, rdb *redis.Client) float64 {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		name, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name == "used_cpu_user" || name == "used_cpu_sys" {
+			seconds, _ := strconv.ParseFloat(v, 64)
+			total += seconds * 1e6
+		}
+	}
+	return total
 }
 
 // BenchmarkRWMutexWriterUnderReaders measures how long a writer waits for

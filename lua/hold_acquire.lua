@@ -41,11 +41,11 @@ local lease = tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 
-local ktype = redis.call('TYPE', KEYS[1]).ok
-if ktype ~= 'none' and ktype ~= 'zset' then
-  return {2, 0}
+local held_now = redis.pcall('ZCARD', KEYS[1])
+if type(held_now) ~= 'number' then
+  return {2, 0} -- a key of another type
 end
-local fresh = ktype == 'none' -- nothing held: nothing to drop or check
+local fresh = held_now == 0 -- nothing held: nothing to drop or check
 
 local first = nil
 local limit = tonumber(ARGV[7])
