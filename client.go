@@ -151,6 +151,9 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 
 func (c *Client) tryObtain(ctx context.Context, key string, ttl time.Duration, cfg obtainConfig) (*Lock, error) {
 	a := c.newAttempt(lockKind, c.keys(key), cfg.newToken(), ttl, cfg.fair)
+	if cfg.guard != "" {
+		a.guard(cfg.guard)
+	}
 	lock, _, err := c.try(ctx, a, cfg)
 	return lock, err
 }
@@ -220,6 +223,9 @@ func (c *Client) check(key string, ttl time.Duration, opts []ObtainOption) (obta
 	}
 	cfg, err := newObtainConfig(opts)
 	cfg.holderSuffix = c.holder
+	if err == nil {
+		err = c.checkGuard(key, cfg)
+	}
 	if err == nil && cfg.fair && c.quorum != nil {
 		err = fmt.Errorf("%w: WithFair needs one Redis deployment; a Redlock quorum has no single queue", ErrInvalidOption)
 	}
@@ -263,6 +269,8 @@ func (c *Client) try(ctx context.Context, a attempt, cfg obtainConfig) (lock *Lo
 		return nil, r, fmt.Errorf("%w: %s is held by another holder%s", ErrNotObtained, quoteKey(key), expiresIn(holderTTL))
 	case wrongType:
 		return nil, r, a.kind.wrongTypeError(key)
+	case guarded:
+		return nil, r, &GuardError{Key: a.keys[len(a.keys)-1], Value: r.token}
 	case limitMismatch:
 		return nil, r, fmt.Errorf("%w: %s: its permits were taken with a limit of %d, not %v", ErrLimitMismatch, quoteKey(key), r.value, a.limit)
 	}

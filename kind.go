@@ -68,6 +68,16 @@ type attempt struct {
 	woken   bool // queued acquire of a barging waiter: a release woke it
 	limit   any  // a semaphore's limit, boxed; nil for other kinds
 	counted any  // the node's (see node.counted), for a release
+	// WithGuard: the KEYS of a first try, the lock key, its fence key and
+	// the guard key (keys then ends with the guard key too)
+	guarded []string
+}
+
+// guard makes every try of the attempt look at the guard key first (see
+// WithGuard).
+func (a *attempt) guard(key string) {
+	a.keys = append(a.keys[:len(a.keys):len(a.keys)], key)
+	a.guarded = []string{a.keys[0], a.keys[1], key}
 }
 
 // newAttempt returns the first attempt of an acquire of kind with token.
@@ -98,6 +108,9 @@ func (a attempt) op() op {
 		o.script, o.args = a.kind.queueAcquire, a.queueArgs()
 	} else {
 		o.script, o.keys, o.args = a.kind.acquire, a.keys[:2], []any{a.arg, a.ttl.Milliseconds()}
+		if a.guarded != nil {
+			o.keys = a.guarded
+		}
 	}
 	return o
 }

@@ -63,6 +63,8 @@ const (
 	// limitMismatch: a semaphore whose permits were taken with another
 	// limit; value is that limit
 	limitMismatch = 3
+	// guarded: the guard key (WithGuard) exists; its value is in token
+	guarded = 4
 )
 
 // Reply codes of the scripts that act on the caller's holding (release,
@@ -93,6 +95,10 @@ func decodeStatus(v any) (reply, bool) {
 	case int64:
 		return reply{code: v}, true
 	case []any:
+		if len(v) == 2 && v[0] == int64(guarded) {
+			guard, ok := v[1].(string)
+			return reply{code: guarded, token: guard}, ok
+		}
 		if len(v) == 2 || len(v) == 3 {
 			code, ok1 := v[0].(int64)
 			value, ok2 := v[1].(int64)

@@ -100,6 +100,7 @@ type obtainConfig struct {
 	autoRenew bool
 	fair      bool
 	noWait    bool          // WithoutWait
+	guard     string        // WithGuard
 	minHold   time.Duration // WithMinHold; Do only
 	// WithValue: what follows the random part of every token (value.go)
 	valueSuffix  string

@@ -32,6 +32,9 @@ func sharedKind(name, class string) *holdKind {
 // as Obtain does if wait, else in one attempt as TryObtain. limit is a
 // semaphore's, boxed; fair makes the waiters take turns (see WithFair).
 func (c *Client) acquireHold(ctx context.Context, kind *holdKind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, error) {
+	if cfg.guard != "" {
+		return nil, fmt.Errorf("%w: WithGuard is for locks, not a %s", ErrInvalidOption, kind.noun())
+	}
 	if !wait || cfg.noWait {
 		a := c.newAttempt(kind, keys, cfg.newToken(), ttl, cfg.fair)
 		a.limit = limit

@@ -60,6 +60,9 @@ const subscribeTimeout = time.Second
 func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 	a := w.c.newAttempt(w.kind, w.keys, w.cfg.newToken(), w.ttl, w.cfg.fair)
 	a.limit = w.limit
+	if w.cfg.guard != "" {
+		a.guard(w.cfg.guard)
+	}
 	queues := w.c.quorum == nil // a Redlock has no queue
 	id := ""                    // woken by every release message
 	if queues {

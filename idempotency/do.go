@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/dlock-go/dlock"
 )
 
@@ -77,36 +75,19 @@ func (c call) do(ctx context.Context, fn func(context.Context) ([]byte, error)) 
 		return outcome{err: fmt.Errorf("%w: Do with a nil function", ErrInvalidOption)}
 	}
 	k := s.keysOf(c.key)
-	// A stored outcome costs one round trip, without taking the lock.
-	if rec, found, err := c.lookup(ctx, k); err != nil || found {
+	// One round trip finds a stored outcome or takes the key's lock (the
+	// lock's guard is the record key), and a first call's release stores
+	// its outcome: two round trips beyond fn.
+	lock, err := c.obtain(ctx, k)
+	var guard *dlock.GuardError
+	if errors.As(err, &guard) {
+		rec, err := decodeRecord([]byte(guard.Value))
 		return c.replay(rec, err)
 	}
-	lock, err := c.obtain(ctx, k)
 	if err != nil {
 		return outcome{err: err}
 	}
-	// A call that finished between the lookup and the obtain stored its
-	// outcome before it released the lock: look again, under the lock.
-	if rec, found, err := c.lookup(ctx, k); err != nil || found {
-		s.release(ctx, lock)
-		return c.replay(rec, err)
-	}
 	return c.run(ctx, k, lock, fn)
-}
-
-// lookup reads the key's record, if there is one.
-func (c call) lookup(ctx context.Context, k keys) (record, bool, error) {
-	b, err := bounded(ctx, c.s, func(ctx context.Context) ([]byte, error) {
-		return c.s.rdb.Get(ctx, k.record).Bytes()
-	})
-	switch {
-	case errors.Is(err, redis.Nil):
-		return record{}, false, nil
-	case err != nil:
-		return record{}, false, unavailable("look up the key's result", err)
-	}
-	rec, err := decodeRecord(b)
-	return rec, err == nil, err
 }
 
 // replay returns the outcome of a call that found a record.
@@ -122,22 +103,25 @@ func (c call) replay(rec record, err error) outcome {
 // most c.wait while another call holds it.
 func (c call) obtain(ctx context.Context, k keys) (*dlock.Lock, error) {
 	s := c.s
+	opts := []dlock.ObtainOption{dlock.WithAutoRenew(true), dlock.WithGuard(k.record)}
 	if c.wait == 0 {
-		lock, err := s.locker.TryObtain(ctx, k.lock, s.cfg.lockTTL, dlock.WithAutoRenew(true))
-		if errors.Is(err, dlock.ErrNotObtained) {
+		lock, err := s.locker.TryObtain(ctx, k.lock, s.cfg.lockTTL, opts...)
+		switch {
+		case errors.Is(err, dlock.ErrNotObtained):
 			return nil, ErrInProgress
-		}
-		if err != nil {
+		case errors.Is(err, dlock.ErrGuarded):
+			return nil, err // a stored outcome
+		case err != nil:
 			return nil, unavailable("lock the key", err)
 		}
 		return lock, nil
 	}
 	wait, cancel := context.WithTimeout(ctx, c.wait)
 	defer cancel()
-	lock, err := s.locker.Obtain(wait, k.lock, s.cfg.lockTTL, dlock.WithAutoRenew(true))
+	lock, err := s.locker.Obtain(wait, k.lock, s.cfg.lockTTL, opts...)
 	switch {
-	case err == nil:
-		return lock, nil
+	case err == nil, errors.Is(err, dlock.ErrGuarded):
+		return lock, err
 	case errors.Is(err, dlock.ErrNotObtained) && ctx.Err() != nil:
 		return nil, fmt.Errorf("%w: %w", ErrInProgress, contextError(ctx))
 	case errors.Is(err, dlock.ErrNotObtained):
@@ -175,9 +159,10 @@ func (c call) run(ctx context.Context, k keys, lock *dlock.Lock, fn func(context
 
 	rec, err := c.record(o.result, o.err)
 	if err == nil && rec != nil {
-		err = s.store(ctx, k, lock, rec)
+		err = s.storeAndRelease(ctx, k, lock, rec)
+	} else {
+		s.release(ctx, lock)
 	}
-	s.release(ctx, lock)
 	if err != nil {
 		o.err = errors.Join(o.err, err)
 	}
@@ -222,22 +207,24 @@ func (c call) record(result []byte, err error) ([]byte, error) {
 	return rec.encode(), nil
 }
 
-// store stores rec as the key's outcome if the lock is still ours. It is
-// sent even if ctx has ended (fn ran: its outcome must not be lost), and
-// waits at most the lock's time to live.
-func (s *Store) store(ctx context.Context, k keys, lock *dlock.Lock, rec []byte) error {
+// storeAndRelease stores rec as the key's outcome and releases its lock,
+// in one step, if the lock is still ours. It is sent even if ctx has ended
+// (fn ran: its outcome must not be lost), and waits at most the lock's
+// time to live. If Redis fails, the lock is released all the same (or
+// expires), and the next call runs fn again.
+func (s *Store) storeAndRelease(ctx context.Context, k keys, lock *dlock.Lock, rec []byte) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.lockTTL)
 	defer cancel()
-	code, err := bounded(ctx, s, func(ctx context.Context) (int64, error) {
-		return storeScript.Run(ctx, s.rdb, []string{k.lock, k.record}, lock.Token(), rec, s.cfg.retention.Milliseconds()).Int64()
-	})
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNotStored, err)
+	err := lock.ReleaseStoring(ctx, k.record, rec, s.cfg.retention)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, dlock.ErrNotHeld):
+		// lock.Err says how the lock was lost, if it knows
+		return errors.Join(fmt.Errorf("%w: the key's lock is not ours any more", ErrNotStored), lock.Err())
 	}
-	if err := storeError(code); err != nil {
-		return errors.Join(err, lock.Err()) // lock.Err says how the lock was lost, if it knows
-	}
-	return nil
+	s.release(ctx, lock)
+	return fmt.Errorf("%w: %w", ErrNotStored, err)
 }
 
 // release releases the key's lock, even if ctx has ended, waiting at most

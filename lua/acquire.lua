@@ -2,6 +2,7 @@
 --
 -- KEYS[1]  the lock key (its value is the holder's token)
 -- KEYS[2]  the fence key (the last fence handed out for KEYS[1]; same cluster slot)
+-- KEYS[3]  optional: the guard key (WithGuard; same cluster slot)
 -- ARGV[1]  the token of the caller
 -- ARGV[2]  the time to live, in milliseconds
 --
@@ -9,6 +10,8 @@
 -- Returns {0, pttl}  when another holder has it; pttl is its remaining time in
 --                    milliseconds, or -1 if the key has no expiry.
 -- Returns {2, 0}     when the key exists but is not a string, so it is no lock.
+-- Returns {4, value} when the guard key exists: nothing is taken; value is
+--                    the guard's ('' for a key of another type).
 --
 -- The fence is max(last fence + 1, server time in microseconds). The fence key
 -- lives as long as the lock (refresh.lua extends it too): once it is gone, at
@@ -20,6 +23,15 @@
 -- reply was lost (EOF, timeout). If the first one took the lock, the key holds
 -- the caller's own token, and the lock is the caller's, with the fence the
 -- first one wrote.
+if KEYS[3] then
+  -- WithGuard: the work is done when the guard key exists
+  local done = redis.pcall('GET', KEYS[3])
+  if type(done) == 'string' then
+    return {4, done}
+  elseif type(done) == 'table' and done.err then
+    return {4, ''} -- a key of another type: it exists
+  end
+end
 local fence
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local holder = redis.pcall('GET', KEYS[1])

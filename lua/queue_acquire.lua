@@ -8,6 +8,7 @@
 -- KEYS[3]  the queue: a sorted set of waiters, scored by arrival
 -- KEYS[4]  the leases: a sorted set of waiters, scored by the time (server
 --          milliseconds) after which a waiter counts as gone
+-- KEYS[5]  optional: the guard key (WithGuard), as in acquire.lua
 -- ARGV[1]  the token of the caller
 -- ARGV[2]  the time to live of the lock, in milliseconds
 -- ARGV[3]  the caller's lease as a waiter, in milliseconds; 0 to not wait:
@@ -32,11 +33,21 @@
 --                          is free but an earlier waiter goes first), head is 1
 --                          when the caller is first in the queue.
 -- Returns {2, 0}           when the key exists but is not a string.
+-- Returns {4, value}       when the guard key exists (see acquire.lua).
 --
 -- Waiters whose lease ran out (they died, or gave up without saying so) are
 -- dropped here. A waiter keeps its place by calling again before its lease
 -- runs out. Callers of plain acquire.lua ignore the queue: they take a free
 -- lock before any waiter (see the WithFair documentation).
+if KEYS[5] then
+  -- WithGuard: the work is done when the guard key exists
+  local done = redis.pcall('GET', KEYS[5])
+  if type(done) == 'string' then
+    return {4, done}
+  elseif type(done) == 'table' and done.err then
+    return {4, ''}
+  end
+end
 local t = redis.call('TIME')
 local now_ms = t[1] * 1000 + math.floor(t[2] / 1000)
 local fair_name = ARGV[1] .. ':' .. ARGV[2]

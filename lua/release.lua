@@ -8,6 +8,7 @@
 -- KEYS[2]  the fence key, whose name is also the lock's release channel
 -- KEYS[3]  the queue (see queue_acquire.lua); absent for a Redlock node,
 -- KEYS[4]  the leases                          which has no queue
+-- KEYS[5]  with ARGV[7]: the key to store it at
 -- ARGV[1]  the caller's token
 -- ARGV[2]  '' to release; 'quiet' to release and tell nobody (a Redlock
 --          attempt that failed takes back the nodes that granted it:
@@ -24,6 +25,8 @@
 -- ARGV[6]  '1' when PUBLISH counts every Client listening on a waiter's
 --          channel (not in a Cluster, where it counts one node's): a
 --          waiter whose channel nobody hears is then passed over at once
+-- ARGV[7]  optional (Lock.ReleaseStoring): a value to store at KEYS[5]
+-- ARGV[8]  its time to live, in milliseconds
 --
 -- Returns 1 when the lock was the caller's and is now deleted, 0 otherwise.
 --
@@ -44,6 +47,14 @@ local released = 0
 if redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   released = 1
+  if ARGV[7] then
+    -- Lock.ReleaseStoring: the work is done; every waiter, whose guard
+    -- (WithGuard) this is, finds it at its next try: wake them all.
+    redis.call('SET', KEYS[5], ARGV[7], 'PX', ARGV[8])
+    redis.call('PUBLISH', KEYS[2], '')
+    redis.pcall('PUBLISH', watch, '')
+    return 1
+  end
 end
 if #KEYS < 4 then
   if released == 1 and ARGV[2] ~= 'quiet' then

@@ -1,0 +1,151 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+func TestGuard(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := timeout(t, 10*time.Second)
+	key, result := "{"+testKey(t)+"}:lock", "{"+testKey(t)+"}:result"
+
+	lock, err := e.locker.TryObtain(ctx, key, time.Minute, dlock.WithGuard(result))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.locker.TryObtain(ctx, key, time.Minute, dlock.WithGuard(result)); !errors.Is(err, dlock.ErrNotObtained) {
+		t.Errorf("TryObtain while held = %v, want ErrNotObtained", err)
+	}
+	if err := lock.ReleaseStoring(ctx, result, []byte("charged 42"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, e.rdb, result); got != "charged 42" {
+		t.Errorf("the result key holds %q", got)
+	}
+	if !errors.Is(lock.Err(), dlock.ErrReleased) {
+		t.Errorf("Err after ReleaseStoring = %v, want ErrReleased", lock.Err())
+	}
+	_, err = e.locker.TryObtain(ctx, key, time.Minute, dlock.WithGuard(result))
+	var guard *dlock.GuardError
+	if !errors.As(err, &guard) || !errors.Is(err, dlock.ErrGuarded) || guard.Value != "charged 42" || guard.Key != result {
+		t.Fatalf("TryObtain with the guard stored = %v, want a GuardError with the result", err)
+	}
+	if err := e.locker.Do(ctx, key, time.Minute, func(context.Context) error { return nil }, dlock.WithGuard(result)); !errors.Is(err, dlock.ErrGuarded) {
+		t.Errorf("Do with the guard stored = %v, want ErrGuarded", err)
+	}
+	if v := value(t, e.rdb, key); v != "" {
+		t.Errorf("the lock was taken: %q", v)
+	}
+	// A guard of another type exists too.
+	other := "{" + testKey(t) + "}:hash"
+	if err := e.rdb.HSet(ctx, other, "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.locker.TryObtain(ctx, key, time.Minute, dlock.WithGuard(other)); !errors.As(err, &guard) || guard.Value != "" {
+		t.Errorf("a guard of another type = %v, want a GuardError", err)
+	}
+}
+
+// Waiters, plain and fair, are woken by the release that stores the guard
+// and find it: none gets the lock.
+func TestGuardWakesWaiters(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := timeout(t, 20*time.Second)
+	key, result := "{"+testKey(t)+"}:lock", "{"+testKey(t)+"}:result"
+	lock, err := e.locker.TryObtain(ctx, key, time.Minute, dlock.WithGuard(result))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for i := range 4 {
+		opts := []dlock.ObtainOption{dlock.WithGuard(result), dlock.WithBackoff(dlock.FixedBackoff(time.Hour))}
+		if i%2 == 1 {
+			opts = append(opts, dlock.WithFair())
+		}
+		locker := newLocker(t, e.rdb)
+		go func() {
+			_, err := locker.Obtain(ctx, key, time.Minute, opts...)
+			errs <- err
+		}()
+		eventually(t, 5*time.Second, "the waiter queued", func() bool {
+			info, _ := e.locker.Inspect(ctx, key)
+			return info.Waiters == i+1
+		})
+	}
+	if err := lock.ReleaseStoring(ctx, result, []byte("done"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		var guard *dlock.GuardError
+		if err := <-errs; !errors.As(err, &guard) || guard.Value != "done" {
+			t.Errorf("a waiter got %v, want the guard", err)
+		}
+	}
+	if v := value(t, e.rdb, key); v != "" {
+		t.Errorf("a waiter took the lock: %q", v)
+	}
+}
+
+// A holder whose lock is gone stores nothing.
+func TestReleaseStoringNotHeld(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := timeout(t, 10*time.Second)
+	key, result := "{"+testKey(t)+"}:lock", "{"+testKey(t)+"}:result"
+	lock := mustObtain(t, e.locker, key, time.Minute)
+	e.rdb.Del(ctx, key)
+	if err := lock.ReleaseStoring(ctx, result, []byte("late"), time.Minute); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Errorf("ReleaseStoring of a lost lock = %v, want ErrNotHeld", err)
+	}
+	if v := value(t, e.rdb, result); v != "" {
+		t.Errorf("a lost lock stored %q", v)
+	}
+}
+
+func TestGuardBadInputs(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := timeout(t, 10*time.Second)
+	key := "{" + testKey(t) + "}:lock"
+	if _, err := e.locker.TryObtain(ctx, key, time.Minute, dlock.WithGuard("another-slot")); !errors.Is(err, dlock.ErrInvalidKey) {
+		t.Errorf("a guard in another slot = %v, want ErrInvalidKey", err)
+	}
+	if _, err := e.locker.Semaphore(key+":sem", 2).TryAcquire(ctx, time.Minute, dlock.WithGuard(key+":g")); !errors.Is(err, dlock.ErrInvalidOption) {
+		t.Errorf("a semaphore with a guard = %v, want ErrInvalidOption", err)
+	}
+	q := setupQuorum(t, 3)
+	if _, err := q.locker.TryObtain(ctx, key, time.Minute, dlock.WithGuard("{"+testKey(t)+"}:g")); !errors.Is(err, dlock.ErrInvalidOption) {
+		t.Errorf("a guard on Redlock = %v, want ErrInvalidOption", err)
+	}
+	lock := mustObtain(t, e.locker, key, time.Minute)
+	for _, tc := range []struct {
+		key  string
+		ttl  time.Duration
+		want error
+	}{
+		{"", time.Minute, dlock.ErrInvalidKey},
+		{"another-slot", time.Minute, dlock.ErrInvalidKey},
+		{"{" + testKey(t) + "}:r", 0, dlock.ErrInvalidTTL},
+	} {
+		if err := lock.ReleaseStoring(ctx, tc.key, nil, tc.ttl); !errors.Is(err, tc.want) {
+			t.Errorf("ReleaseStoring(%q, %v) = %v, want %v", tc.key, tc.ttl, err, tc.want)
+		}
+	}
+	if _, err := lock.TTL(ctx); err != nil {
+		t.Errorf("the lock after refused ReleaseStoring calls: %v", err)
+	}
+	permit, err := e.locker.Semaphore(key+":sem", 2).TryAcquire(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := permit.ReleaseStoring(ctx, key+":r", nil, time.Minute); !errors.Is(err, dlock.ErrInvalidOption) {
+		t.Errorf("ReleaseStoring of a permit = %v, want ErrInvalidOption", err)
+	}
+}
