@@ -32,6 +32,9 @@ func sharedKind(name, class string) *holdKind {
 // as Obtain does if wait, else in one attempt as TryObtain. limit is a
 // semaphore's, boxed; fair makes the waiters take turns (see WithFair).
 func (c *Client) acquireHold(ctx context.Context, kind *holdKind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, error) {
+	if c.obs != nil {
+		return c.observedObtain(ctx, kind, keys, ttl, limit, wait, cfg)
+	}
 	if !wait || cfg.noWait {
 		a := c.newAttempt(kind, keys, cfg.newToken(), ttl, cfg.fair)
 		a.limit = limit

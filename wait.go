@@ -39,6 +39,7 @@ type waiter struct {
 	watches []*wake.Watch // one per node listened to; none until listening, or if subscribing failed
 	wake    chan struct{} // the watches' wake-ups; nil until the first watch
 	timer   *time.Timer
+	seen    waitSeen // for an Observer (observe_hooks.go)
 }
 
 // listeningMinDelay is the shortest Backoff delay of a waiter that listens
@@ -88,6 +89,7 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 			a.retoken(w.cfg.newToken())
 		}
 		sent = time.Now()
+		w.seen.attempts++
 		lock, r, err := w.c.try(ctx, a, w.cfg)
 		if !errors.Is(err, ErrNotObtained) {
 			if err != nil && wasHeld && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -111,6 +113,9 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 				continue // try again now that no release can be missed
 			}
 		}
+		if sleeps == 0 && w.c.obs != nil {
+			w.observeWaitStart(ctx)
+		}
 		sleeps++
 		if !w.sleep(ctx, w.delay(sleeps, a, r)) {
 			if a.queued() {
@@ -119,6 +124,7 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 			return nil, w.c.withFailures(fmt.Errorf("%w: %w", err, contextError(ctx)), w.key)
 		}
 		if lock := w.handedOver(a, sent); lock != nil {
+			w.seen.handoff = true
 			return lock, nil
 		}
 		a.woken = w.takeWoken()
@@ -255,9 +261,11 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration) bool {
 	} else {
 		w.timer.Reset(d)
 	}
+	w.seen.woken = false
 	select {
 	case <-w.timer.C:
 	case <-w.wake:
+		w.seen.woken = true
 	case <-w.c.done: // Close: the next try says ErrClosed
 	case <-ctx.Done():
 		return false
