@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"time"
@@ -16,25 +17,33 @@ import (
 	dlockprom "github.com/dlock-go/dlock/prometheus"
 )
 
-// Export the metrics of a Client's locks on /metrics.
-func Example() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	defer rdb.Close()
-
+// instrument returns a dlock Client whose metrics mux serves on /metrics.
+// (The README shows this function.)
+func instrument(rdb redis.UniversalClient, mux *http.ServeMux) (*dlock.Client, error) {
 	metrics, err := dlockprom.New(dlockprom.WithKeyLabel(func(key string) string {
 		prefix, _, _ := strings.Cut(key, ":") // "invoice:42" counts as "invoice"
 		return prefix
 	}))
 	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry() // or prometheus.DefaultRegisterer, with promhttp.Handler()
+	reg.MustRegister(metrics)
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return dlock.New(rdb, dlock.WithObserver(metrics)), nil
+}
+
+// Export the metrics of a Client's locks on /metrics.
+func Example() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	mux := http.NewServeMux()
+	locker, err := instrument(rdb, mux)
+	if err != nil {
 		panic(err)
 	}
-	reg := prometheus.NewRegistry() // or prometheus.MustRegister(metrics)
-	reg.MustRegister(metrics)
-	locker := dlock.New(rdb, dlock.WithObserver(metrics))
 	defer locker.Close()
-
-	// In a program: http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
 	lock, err := locker.TryObtain(context.Background(), "invoice:42", time.Minute)
@@ -43,7 +52,7 @@ func Example() {
 	}
 	defer lock.Release(context.Background())
 
-	resp, err := srv.Client().Get(srv.URL)
+	resp, err := srv.Client().Get(srv.URL + "/metrics")
 	if err != nil {
 		panic(err)
 	}
