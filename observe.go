@@ -125,21 +125,23 @@ type ObtainResult uint8
 
 // How an obtain ends.
 const (
-	// Obtained: the lock is the caller's.
-	Obtained ObtainResult = iota + 1
-	// Held: another holder has it, and the caller did not wait
+	// ResultObtained: the lock is the caller's.
+	ResultObtained ObtainResult = iota + 1
+	// ResultHeld: another holder has it, and the caller did not wait
 	// (TryObtain, WithoutWait). The error wraps ErrNotObtained.
-	Held
-	// TimedOut: the context's deadline passed first.
-	TimedOut
-	// Canceled: the context was canceled first.
-	Canceled
-	// Failed: Redis failed (down, an error reply, no quorum), or the
-	// Client was closed.
-	Failed
+	ResultHeld
+	// ResultTimedOut: the context's deadline passed first.
+	ResultTimedOut
+	// ResultCanceled: the context was canceled first.
+	ResultCanceled
+	// ResultFailed: Redis failed (down, an error reply, no quorum), or
+	// the Client was closed.
+	ResultFailed
 )
 
-var resultNames = [...]string{Obtained: "obtained", Held: "held", TimedOut: "timeout", Canceled: "canceled", Failed: "error"}
+var resultNames = [...]string{
+	ResultObtained: "obtained", ResultHeld: "held", ResultTimedOut: "timeout", ResultCanceled: "canceled", ResultFailed: "error",
+}
 
 // String returns a label value: "obtained", "held", "timeout",
 // "canceled", "error".
@@ -231,7 +233,7 @@ type Event struct {
 	Auto bool
 	// Ended is true on the one event that ends a lock reported obtained,
 	// and on no other: EventRelease with a nil Err, or EventLost. A gauge
-	// of held locks counts EventObtain with Result Obtained up, and Ended
+	// of held locks counts EventObtain with Result ResultObtained up, and Ended
 	// down.
 	Ended bool
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,7 +76,7 @@ func TestObserveRedlockNodeDown(t *testing.T) {
 		return ops["acquire"] && ops["release"]
 	})
 	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventRelease)
-	if obtain := rec.of(key)[0]; obtain.Node != "" || obtain.Result != dlock.Obtained {
+	if obtain := rec.of(key)[0]; obtain.Node != "" || obtain.Result != dlock.ResultObtained {
 		t.Errorf("obtain event of a Redlock %+v", obtain)
 	}
 }
@@ -109,7 +110,7 @@ func TestObserveFairHandoff(t *testing.T) {
 	// waiter may have its lock already: the two goroutines' events mix.
 	wantTypes(t, withoutReleases(rec.types(key)), dlock.EventObtain, dlock.EventWaitStart,
 		dlock.EventWaitEnd, dlock.EventHandoff, dlock.EventObtain)
-	if obtain := rec.last(t, key, dlock.EventObtain); !obtain.Handoff || obtain.Result != dlock.Obtained {
+	if obtain := rec.last(t, key, dlock.EventObtain); !obtain.Handoff || obtain.Result != dlock.ResultObtained {
 		t.Errorf("obtain event %+v, want a handoff", obtain)
 	}
 }
@@ -147,8 +148,8 @@ func TestEventNames(t *testing.T) {
 		{dlock.EventObtain.String(), "obtain"},
 		{dlock.EventNodeError.String(), "node-error"},
 		{dlock.EventType(0).String(), "EventType(0)"},
-		{dlock.TimedOut.String(), "timeout"},
-		{dlock.Failed.String(), "error"},
+		{dlock.ResultTimedOut.String(), "timeout"},
+		{dlock.ResultFailed.String(), "error"},
 		{dlock.ObtainResult(99).String(), "ObtainResult(99)"},
 		{dlock.LostNotHeld.String(), "not_held"},
 		{dlock.LostClosed.String(), "closed"},
@@ -160,22 +161,23 @@ func TestEventNames(t *testing.T) {
 	}
 }
 
-// Count the locks obtained and lost, for a metric.
+// Count the locks obtained and those that ended, for a metric.
 func ExampleWithObserver() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
 
-	// Observe is called synchronously: it must be quick and safe for
-	// concurrent use. (Here, one goroutine uses the Client.)
-	counts := map[string]int{}
+	// Observe is called synchronously, from the caller's goroutine or the
+	// Client's: it must be quick, must not block, and must be safe for
+	// concurrent use.
+	var obtained, held, ended atomic.Int64
 	observer := dlock.ObserverFunc(func(e dlock.Event) {
-		switch e.Type {
-		case dlock.EventObtain:
-			counts["obtain "+e.Result.String()]++
-		case dlock.EventRelease, dlock.EventLost:
-			if e.Ended {
-				counts["ended"]++
-			}
+		switch {
+		case e.Type == dlock.EventObtain && e.Result == dlock.ResultObtained:
+			obtained.Add(1)
+		case e.Type == dlock.EventObtain && e.Result == dlock.ResultHeld:
+			held.Add(1)
+		case e.Ended: // a release, or a loss
+			ended.Add(1)
 		}
 	})
 	locker := dlock.New(rdb, dlock.WithObserver(observer))
@@ -190,8 +192,8 @@ func ExampleWithObserver() {
 	_, err = locker.TryObtain(ctx, "example:observer", time.Minute)
 	fmt.Println(errors.Is(err, dlock.ErrNotObtained))
 	_ = lock.Release(ctx)
-	fmt.Println(counts)
+	fmt.Println("obtained", obtained.Load(), "held by another", held.Load(), "ended", ended.Load())
 	// Output:
 	// true
-	// map[ended:1 obtain held:1 obtain obtained:1]
+	// obtained 1 held by another 1 ended 1
 }

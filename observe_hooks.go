@@ -125,15 +125,15 @@ func (c *Client) observedObtain(ctx context.Context, kind *holdKind, keys []stri
 func obtainResult(ctx context.Context, err error) ObtainResult {
 	switch {
 	case err == nil:
-		return Obtained
+		return ResultObtained
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-		return TimedOut
+		return ResultTimedOut
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return Canceled
+		return ResultCanceled
 	case errors.Is(err, ErrNotObtained):
-		return Held
+		return ResultHeld
 	}
-	return Failed
+	return ResultFailed
 }
 
 // lockObs is what a Lock of a Client with an Observer keeps for it.

@@ -124,7 +124,7 @@ func TestObserveObtainRelease(t *testing.T) {
 	}
 	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventRelease)
 	obtain, release := rec.of(key)[0], rec.of(key)[1]
-	if obtain.Result != dlock.Obtained || obtain.Attempts != 1 || obtain.Err != nil || obtain.Wait != 0 ||
+	if obtain.Result != dlock.ResultObtained || obtain.Attempts != 1 || obtain.Err != nil || obtain.Wait != 0 ||
 		obtain.Kind != "lock" || obtain.Node != e.srv.Addr() || obtain.Duration <= 0 {
 		t.Errorf("obtain event %+v", obtain)
 	}
@@ -154,7 +154,7 @@ func TestObserveTryObtainHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventObtain)
-	if got := rec.last(t, key, dlock.EventObtain); got.Result != dlock.Held || !errors.Is(got.Err, dlock.ErrNotObtained) {
+	if got := rec.last(t, key, dlock.EventObtain); got.Result != dlock.ResultHeld || !errors.Is(got.Err, dlock.ErrNotObtained) {
 		t.Errorf("event %+v, want result held", got)
 	}
 }
@@ -186,10 +186,10 @@ func TestObserveContention(t *testing.T) {
 	wantTypes(t, withoutReleases(rec.types(key)), dlock.EventObtain, dlock.EventWaitStart,
 		dlock.EventWaitEnd, dlock.EventObtain)
 	obtain := rec.last(t, key, dlock.EventObtain)
-	if obtain.Result != dlock.Obtained || obtain.Attempts < 2 || !obtain.Woken || obtain.Wait <= 0 || obtain.Wait > obtain.Duration {
+	if obtain.Result != dlock.ResultObtained || obtain.Attempts < 2 || !obtain.Woken || obtain.Wait <= 0 || obtain.Wait > obtain.Duration {
 		t.Errorf("obtain event after waiting %+v, want obtained, woken, after 2 attempts or more", obtain)
 	}
-	if end := rec.last(t, key, dlock.EventWaitEnd); end.Wait != obtain.Wait || end.Result != dlock.Obtained {
+	if end := rec.last(t, key, dlock.EventWaitEnd); end.Wait != obtain.Wait || end.Result != dlock.ResultObtained {
 		t.Errorf("wait end %+v, want the wait and result of %+v", end, obtain)
 	}
 }
@@ -204,7 +204,7 @@ func TestObserveTimeoutAndCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventWaitStart, dlock.EventWaitEnd, dlock.EventObtain)
-	if got := rec.last(t, key, dlock.EventObtain); got.Result != dlock.TimedOut || !errors.Is(got.Err, dlock.ErrNotObtained) {
+	if got := rec.last(t, key, dlock.EventObtain); got.Result != dlock.ResultTimedOut || !errors.Is(got.Err, dlock.ErrNotObtained) {
 		t.Errorf("event %+v, want timed out", got)
 	}
 
@@ -221,7 +221,7 @@ func TestObserveTimeoutAndCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantTypes(t, rec.types(key)[4:], dlock.EventWaitStart, dlock.EventWaitEnd, dlock.EventObtain)
-	if got := rec.last(t, key, dlock.EventObtain); got.Result != dlock.Canceled {
+	if got := rec.last(t, key, dlock.EventObtain); got.Result != dlock.ResultCanceled {
 		t.Errorf("event %+v, want canceled", got)
 	}
 }

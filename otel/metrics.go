@@ -87,7 +87,7 @@ func (m *instruments) observe(e dlock.Event) {
 	switch e.Type {
 	case dlock.EventObtain:
 		m.obtain.Record(ctx, e.Duration.Seconds(), m.attrs(e, attribute.String("dlock.result", e.Result.String())))
-		if e.Result == dlock.Obtained {
+		if e.Result == dlock.ResultObtained {
 			m.held.Add(ctx, 1, m.attrs(e))
 		}
 	case dlock.EventWaitStart:

@@ -182,7 +182,7 @@ func (o *Observer) Observe(e dlock.Event) {
 	case dlock.EventObtain:
 		span.SetAttributes(attribute.String("dlock.result", e.Result.String()), attribute.Int("dlock.attempts", e.Attempts),
 			attribute.Bool("dlock.woken", e.Woken), attribute.Bool("dlock.handoff", e.Handoff))
-		o.end(span, e, e.Result != dlock.Held)
+		o.end(span, e, e.Result != dlock.ResultHeld)
 	case dlock.EventRelease, dlock.EventRefresh, dlock.EventDo:
 		o.end(span, e, true)
 	}
@@ -201,7 +201,7 @@ func (o *Observer) end(span trace.Span, e dlock.Event, failed bool) {
 // errorType is a low-cardinality name of e's error, for error.type.
 func errorType(e dlock.Event) string {
 	switch {
-	case e.Type == dlock.EventObtain && e.Result != dlock.Failed:
+	case e.Type == dlock.EventObtain && e.Result != dlock.ResultFailed:
 		return e.Result.String() // timeout, canceled
 	case errors.Is(e.Err, dlock.ErrNotHeld):
 		return "not_held"

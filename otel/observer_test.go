@@ -45,7 +45,7 @@ func TestSpansOfCalls(t *testing.T) {
 			"db.system.name": "redis", "server.address": "127.0.0.1",
 			"dlock.kind": "lock", "dlock.key": "job:spans",
 		} {
-			if got := attr(s, key).Emit(); got != want {
+			if got := attr(s, key).AsString(); got != want {
 				t.Errorf("%s: %s = %q, want %q", name, key, got, want)
 			}
 		}
@@ -231,7 +231,7 @@ func TestKeyAttributeCardinality(t *testing.T) {
 		dlockotel.WithMaxKeyValues(20))
 	for i := range 10_000 {
 		key := fmt.Sprintf("tenant%d:job", i)
-		tm.observe.Observe(dlock.Event{Type: dlock.EventObtain, Kind: "lock", Key: key, Result: dlock.Obtained, Duration: time.Millisecond})
+		tm.observe.Observe(dlock.Event{Type: dlock.EventObtain, Kind: "lock", Key: key, Result: dlock.ResultObtained, Duration: time.Millisecond})
 		tm.observe.Observe(dlock.Event{Type: dlock.EventRelease, Kind: "lock", Key: key, Ended: true, Held: time.Second})
 	}
 	hist, _ := tm.collect(t, "dlock.hold.duration").(metricdata.Histogram[float64])

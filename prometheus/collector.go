@@ -169,7 +169,7 @@ func (c *Collector) Observe(e dlock.Event) {
 	switch e.Type {
 	case dlock.EventObtain:
 		c.obtain.WithLabelValues(c.values(e, e.Result.String())...).Observe(e.Duration.Seconds())
-		if e.Result == dlock.Obtained {
+		if e.Result == dlock.ResultObtained {
 			c.held.WithLabelValues(c.values(e)...).Inc()
 		}
 	case dlock.EventWaitStart:

@@ -162,7 +162,7 @@ func TestKeyLabelCardinality(t *testing.T) {
 	}
 	for i := range 10_000 {
 		key := fmt.Sprintf("tenant%d:job", i)
-		metrics.Observe(dlock.Event{Type: dlock.EventObtain, Kind: "lock", Key: key, Result: dlock.Obtained, Duration: time.Millisecond})
+		metrics.Observe(dlock.Event{Type: dlock.EventObtain, Kind: "lock", Key: key, Result: dlock.ResultObtained, Duration: time.Millisecond})
 		metrics.Observe(dlock.Event{Type: dlock.EventRelease, Kind: "lock", Key: key, Ended: true, Held: time.Second})
 	}
 	for _, name := range []string{"dlock_obtain_duration_seconds", "dlock_hold_duration_seconds", "dlock_locks_held"} {
