@@ -46,7 +46,8 @@
 //	dlock.refresh.failures  counter         failed refreshes
 //	dlock.node.errors       counter         failed node operations, by server.address and db.operation.name
 //
-// Each has the attribute dlock.kind. Keys are no attribute of the metrics
+// Each but dlock.node.errors has the attribute dlock.kind: "lock",
+// "semaphore", "read" or "write". Keys are no attribute of the metrics
 // unless WithKeyAttribute maps them to a bounded value (at most
 // WithMaxKeyValues distinct ones, the rest "other").
 //

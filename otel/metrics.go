@@ -104,8 +104,7 @@ func (m *instruments) observe(e dlock.Event) {
 			m.refreshFailures.Add(ctx, 1, m.attrs(e))
 		}
 	case dlock.EventNodeError:
-		m.nodeErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("dlock.kind", e.Kind),
-			semconv.ServerAddress(e.Node), semconv.DBOperationName(e.Op)))
+		m.nodeErrors.Add(ctx, 1, metric.WithAttributes(semconv.ServerAddress(e.Node), semconv.DBOperationName(e.Op)))
 	}
 }
 

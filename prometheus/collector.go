@@ -134,7 +134,7 @@ func New(opts ...Option) (*Collector, error) {
 	}, labels())
 	c.nodeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dlock_node_errors_total", Help: "Operations on a Redis node that failed, by node and operation.",
-	}, []string{"kind", "node", "op"})
+	}, []string{"node", "op"})
 	c.all = []prometheus.Collector{c.obtain, c.hold, c.held, c.waiters, c.lost, c.refreshFailures, c.nodeErrors}
 	if cfg.keyLabel == nil {
 		// Series that alerts use exist from the start, at 0, so that
@@ -186,7 +186,7 @@ func (c *Collector) Observe(e dlock.Event) {
 			c.refreshFailures.WithLabelValues(c.values(e)...).Inc()
 		}
 	case dlock.EventNodeError:
-		c.nodeErrors.WithLabelValues(e.Kind, e.Node, e.Op).Inc()
+		c.nodeErrors.WithLabelValues(e.Node, e.Op).Inc()
 	}
 }
 

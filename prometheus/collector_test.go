@@ -107,6 +107,28 @@ dlock_waiters{kind="lock"} 0
 	}
 }
 
+// A semaphore's permits and an RW lock's holds count under their kind.
+func TestKindLabel(t *testing.T) {
+	t.Parallel()
+	metrics, locker, _ := newCollector(t)
+	ctx := context.Background()
+	permit, err := locker.Semaphore("pool", 2).TryAcquire(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer permit.Release(ctx)
+	read, err := locker.RWMutex("config").RLock(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer read.Release(ctx)
+	for kind, want := range map[string]float64{"semaphore": 1, "read": 1, "lock": 0} {
+		if got := sample(t, metrics, "dlock_locks_held", map[string]string{"kind": kind}); got != want {
+			t.Errorf("dlock_locks_held{kind=%q} = %v, want %v", kind, got, want)
+		}
+	}
+}
+
 // A waiter counts in dlock_waiters while it waits.
 func TestWaitersGauge(t *testing.T) {
 	t.Parallel()
@@ -145,7 +167,7 @@ func TestNodeErrors(t *testing.T) {
 	want := fmt.Sprintf(`
 # HELP dlock_node_errors_total Operations on a Redis node that failed, by node and operation.
 # TYPE dlock_node_errors_total counter
-dlock_node_errors_total{kind="lock",node=%q,op="acquire"} 1
+dlock_node_errors_total{node=%q,op="acquire"} 1
 `, srv.Addr())
 	if err := testutil.CollectAndCompare(metrics, strings.NewReader(want), "dlock_node_errors_total"); err != nil {
 		t.Error(err)

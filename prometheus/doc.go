@@ -8,8 +8,9 @@
 //	prometheus.MustRegister(metrics)
 //	locker := dlock.New(rdb, dlock.WithObserver(metrics))
 //
-// The metrics, each with the label kind (the kind of hold, "lock" for
-// dlock's locks):
+// The metrics, each but dlock_node_errors_total with the label kind, the
+// kind of hold: "lock" (Client.Obtain), "semaphore" (a Semaphore's
+// permits), "read" or "write" (an RWMutex's holds):
 //
 //	dlock_obtain_duration_seconds   histogram  how long obtains took, by result
 //	                                           (obtained, held, timeout, canceled, error)
