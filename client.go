@@ -35,6 +35,7 @@ type Client struct {
 
 	renewer renewer            // of the locks obtained WithAutoRenew
 	subs    []*wake.Subscriber // the release messages that wake waiters, one per node
+	obs     *observers         // WithObserver; nil without one (observe_hooks.go)
 
 	mu     sync.Mutex // orders track against Close
 	closed atomic.Bool
@@ -59,10 +60,12 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	cfg, err := newClientConfig(opts)
 	c := &Client{logger: cfg.logger, holder: holderSuffix(cfg.holderName), epoch: time.Now(), err: err, done: make(chan struct{})}
 	c.renewer.c = c
+	c.obs = newObservers(cfg.observers)
 	if isNil(rdb) {
 		c.err = ErrNilClient
 	} else {
 		c.node = newNode(rdb, cfg.ack)
+		c.node.obs = c.obs
 		c.nodes = []*node{c.node}
 		c.subs = []*wake.Subscriber{wake.New(rdb, c.logger)}
 	}
@@ -146,15 +149,14 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 	if err != nil {
 		return nil, err
 	}
+	if c.obs != nil {
+		return c.observedObtain(ctx, lockKind, c.keys(key), ttl, nil, false, cfg)
+	}
 	return c.tryObtain(ctx, key, ttl, cfg)
 }
 
 func (c *Client) tryObtain(ctx context.Context, key string, ttl time.Duration, cfg obtainConfig) (*Lock, error) {
-	a := c.newAttempt(lockKind, c.keys(key), cfg.newToken(), ttl, cfg.fair)
-	if cfg.guard != "" {
-		a.guard(cfg.guard)
-	}
-	lock, _, err := c.try(ctx, a, cfg)
+	lock, _, err := c.try(ctx, c.newAttempt(lockKind, c.keys(key), ttl, nil, cfg), cfg)
 	return lock, err
 }
 
@@ -203,6 +205,9 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts
 
 // obtain is Obtain with its options read.
 func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, cfg obtainConfig) (*Lock, error) {
+	if c.obs != nil {
+		return c.observedObtain(ctx, lockKind, c.keys(key), ttl, nil, true, cfg)
+	}
 	if cfg.noWait {
 		return c.tryObtain(ctx, key, ttl, cfg)
 	}
@@ -284,6 +289,9 @@ func (c *Client) hold(a attempt, r reply, sent time.Time, cfg obtainConfig) (*Lo
 	lock.raise = r.raise
 	lock.renewed = cfg.autoRenew
 	lock.stragglers = r.stragglers
+	if c.obs != nil {
+		c.observeHold(lock)
+	}
 	if cfg.autoRenew {
 		if err := c.renewer.add(lock); err != nil {
 			return nil, err // closed meanwhile; the lock expires

@@ -35,6 +35,10 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	if err != nil {
 		return err
 	}
+	if c.obs != nil {
+		ctx = c.startDo(ctx, lockKind, key)
+		defer c.observeDo(ctx, lockKind, key, time.Now(), &err)
+	}
 	return c.holdWhile(ctx, cfg, fn, func() (*Lock, error) { return c.obtain(ctx, key, ttl, cfg) })
 }
 

@@ -39,6 +39,10 @@ func TestGuard(t *testing.T) {
 	if err := e.locker.Do(ctx, key, time.Minute, func(context.Context) error { return nil }, dlock.WithGuard(result)); !errors.Is(err, dlock.ErrGuarded) {
 		t.Errorf("Do with the guard stored = %v, want ErrGuarded", err)
 	}
+	observed := newLocker(t, e.rdb, dlock.WithObserver(dlock.ObserverFunc(func(dlock.Event) {})))
+	if _, err := observed.TryObtain(ctx, key, time.Minute, dlock.WithGuard(result)); !errors.Is(err, dlock.ErrGuarded) {
+		t.Errorf("TryObtain with an observer and the guard stored = %v, want ErrGuarded", err)
+	}
 	if v := value(t, e.rdb, key); v != "" {
 		t.Errorf("the lock was taken: %q", v)
 	}

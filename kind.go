@@ -80,11 +80,16 @@ func (a *attempt) guard(key string) {
 	a.guarded = []string{a.keys[0], a.keys[1], key}
 }
 
-// newAttempt returns the first attempt of an acquire of kind with token.
-func (c *Client) newAttempt(kind *holdKind, keys []string, token string, ttl time.Duration, fair bool) attempt {
-	a := attempt{kind: kind, keys: keys, token: token, arg: token, ttl: ttl, fair: fair, counted: c.counted()}
+// newAttempt returns the first attempt of an acquire of kind, with the
+// options of cfg and a semaphore's limit (nil for other kinds).
+func (c *Client) newAttempt(kind *holdKind, keys []string, ttl time.Duration, limit any, cfg obtainConfig) attempt {
+	token := cfg.newToken()
+	a := attempt{kind: kind, keys: keys, token: token, arg: token, ttl: ttl, fair: cfg.fair, limit: limit, counted: c.counted()}
 	if kind.class != "" {
 		a.arg = kind.class + token
+	}
+	if cfg.guard != "" {
+		a.guard(cfg.guard)
 	}
 	return a
 }

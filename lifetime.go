@@ -94,6 +94,9 @@ func (l *Lock) end(err error) bool {
 	if l.renewed {
 		l.client.renewer.remove(l)
 	}
+	if l.obs != nil {
+		l.observeEnd(err)
+	}
 	return true
 }
 

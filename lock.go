@@ -39,6 +39,7 @@ type Lock struct {
 	stragglers *stragglers
 	raised     sync.Once
 	renew      renewState // the renewer's bookkeeping, under renewer.mu
+	obs        *lockObs   // WithObserver: set before the Lock is shared; nil without one
 }
 
 // newLock returns the Lock that the acquire a obtained, with the fence it
@@ -117,7 +118,11 @@ func (l *Lock) setUntil(sent time.Time, ttl time.Duration) {
 // does after EOF and most timeouts), the resent one finds the lock gone and
 // Release reports ErrNotHeld although the first one released it: either
 // way, the lock is no longer held.
-func (l *Lock) Release(ctx context.Context) error {
+func (l *Lock) Release(ctx context.Context) (err error) {
+	if l.obs != nil {
+		ctx = l.startCall(ctx, EventRelease)
+		defer l.observeRelease(ctx, time.Now(), &err)
+	}
 	if err := l.check("release"); err != nil {
 		return err
 	}
@@ -143,9 +148,13 @@ func (l *Lock) Release(ctx context.Context) error {
 // It returns an error wrapping ErrNotHeld if the lock is not ours any more.
 // If Redis fails, it returns the error and the Lock stays as it was,
 // renewed if it was.
-func (l *Lock) ReleaseAfter(ctx context.Context, d time.Duration) error {
+func (l *Lock) ReleaseAfter(ctx context.Context, d time.Duration) (err error) {
 	if d < time.Millisecond {
 		return l.Release(ctx)
+	}
+	if l.obs != nil {
+		ctx = l.startCall(ctx, EventRelease)
+		defer l.observeRelease(ctx, time.Now(), &err)
 	}
 	if err := l.check("release"); err != nil {
 		return err
@@ -181,9 +190,13 @@ func (l *Lock) ReleaseAfter(ctx context.Context, d time.Duration) error {
 // refresh. If an automatic refresh with the old ttl was on its way at the
 // same moment, Until counts from whichever of the two ends the lock first,
 // until the renewer has sent the new ttl again, at once.
-func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
+func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) (err error) {
 	if err := checkTTL(ttl); err != nil {
 		return err
+	}
+	if l.obs != nil {
+		ctx = l.startCall(ctx, EventRefresh)
+		defer l.observeRefresh(ctx, time.Now(), &err)
 	}
 	if err := l.check("refresh"); err != nil {
 		return err

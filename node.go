@@ -28,6 +28,7 @@ type node struct {
 	// once for the scripts' ARGV
 	counted any
 
+	obs      *observers              // WithObserver: told of node errors; nil without one
 	reloaded atomic.Int64            // Cluster: when the slot map was last reloaded, unix nanoseconds
 	failure  atomic.Pointer[failure] // the last failure the Redis client met (see noteFailures)
 }
@@ -127,5 +128,9 @@ func (n *node) wrap(op, key string, err error) error {
 	if err == nil || errors.As(err, &nodeErr) {
 		return err
 	}
-	return &NodeError{Node: n.name, Op: op, Key: key, Err: err}
+	e := &NodeError{Node: n.name, Op: op, Key: key, Err: err}
+	if n.obs != nil {
+		n.obs.nodeError(e)
+	}
+	return e
 }

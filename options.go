@@ -14,6 +14,7 @@ type clientConfig struct {
 	logger      *slog.Logger
 	nodeTimeout time.Duration
 	ack         replicaAck
+	observers   []Observer // WithObserver
 	err         error
 }
 

@@ -41,7 +41,8 @@ func dedent(s string) string {
 }
 
 // Every Go block in README.md is a verbatim copy of code in this package's
-// tests, so the README's code compiles and runs with them.
+// tests, or in those of the modules prometheus/ and otel/, so the README's
+// code compiles and runs with them.
 func TestReadmeCodeIsTested(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("README.md")
@@ -49,6 +50,10 @@ func TestReadmeCodeIsTested(t *testing.T) {
 		t.Fatal(err)
 	}
 	files, _ := filepath.Glob("*_test.go")
+	for _, module := range []string{"prometheus", "otel"} { // modules of their own, which test their code
+		more, _ := filepath.Glob(filepath.Join(module, "*_test.go"))
+		files = append(files, more...)
+	}
 	var tests strings.Builder
 	for _, f := range files {
 		b, err := os.ReadFile(f)

@@ -47,6 +47,7 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 	}
 	c := &Client{logger: cfg.logger, holder: holderSuffix(cfg.holderName), epoch: time.Now(), done: make(chan struct{})}
 	c.renewer.c = c
+	c.obs = newObservers(cfg.observers)
 	q := &quorum{c: c, need: len(nodes)/2 + 1, timeout: cfg.nodeTimeout, workers: workers{c: c, calls: make(chan nodeCall)}}
 	seen := map[redis.UniversalClient]bool{}
 	for i, rdb := range nodes {
@@ -61,6 +62,7 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 	for _, rdb := range nodes { // valid: newNode adds a hook to each
 		n := newNode(rdb, cfg.ack)
 		n.fenceless = true
+		n.obs = c.obs
 		q.nodes = append(q.nodes, n)
 		c.subs = append(c.subs, wake.New(rdb, c.logger))
 	}

@@ -243,6 +243,9 @@ func (r *renewer) record(sent time.Time, locks []*Lock, results []refreshResult)
 	}
 	r.signal()
 	r.mu.Unlock()
+	if r.c.obs != nil {
+		r.c.observeRefreshes(locks, results)
+	}
 	for _, l := range notHeld {
 		r.lost(l, "a refresh found it gone or taken", false)
 	}

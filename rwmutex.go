@@ -86,13 +86,17 @@ func (m *RWMutex) Do(ctx context.Context, ttl time.Duration, fn func(ctx context
 	return m.do(ctx, writeKind, ttl, fn, opts)
 }
 
-func (m *RWMutex) do(ctx context.Context, kind *holdKind, ttl time.Duration, fn func(ctx context.Context) error, opts []ObtainOption) error {
+func (m *RWMutex) do(ctx context.Context, kind *holdKind, ttl time.Duration, fn func(ctx context.Context) error, opts []ObtainOption) (err error) {
 	if fn == nil {
 		return fmt.Errorf("%w: Do with a nil function", ErrInvalidOption)
 	}
 	cfg, err := m.config(ttl, append([]ObtainOption{WithAutoRenew(true)}, opts...), true)
 	if err != nil {
 		return err
+	}
+	if m.c.obs != nil {
+		ctx = m.c.startDo(ctx, kind, m.name)
+		defer m.c.observeDo(ctx, kind, m.name, time.Now(), &err)
 	}
 	return m.c.holdWhile(ctx, cfg, fn, func() (*Lock, error) {
 		return m.c.acquireHold(ctx, kind, m.keys, ttl, nil, true, cfg)

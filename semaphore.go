@@ -89,7 +89,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, ttl time.Duration, opts ...O
 // when fn returns, as Client.Do does with a lock: renewed while fn runs,
 // fn's context cancelled the moment the permit is lost, WithoutWait and
 // WithMinHold as there.
-func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error, opts ...ObtainOption) error {
+func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error, opts ...ObtainOption) (err error) {
 	if fn == nil {
 		return fmt.Errorf("%w: Do with a nil function", ErrInvalidOption)
 	}
@@ -99,6 +99,10 @@ func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(ctx conte
 	cfg, err := s.c.check(s.name, ttl, append([]ObtainOption{WithAutoRenew(true)}, opts...))
 	if err != nil {
 		return err
+	}
+	if s.c.obs != nil {
+		ctx = s.c.startDo(ctx, semaphoreKind, s.name)
+		defer s.c.observeDo(ctx, semaphoreKind, s.name, time.Now(), &err)
 	}
 	return s.c.holdWhile(ctx, cfg, fn, func() (*Lock, error) {
 		return s.c.acquireHold(ctx, semaphoreKind, s.keys, ttl, s.arg, true, cfg)

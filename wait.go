@@ -39,6 +39,7 @@ type waiter struct {
 	watches []*wake.Watch // one per node listened to; none until listening, or if subscribing failed
 	wake    chan struct{} // the watches' wake-ups; nil until the first watch
 	timer   *time.Timer
+	seen    waitSeen // for an Observer (observe_hooks.go)
 }
 
 // listeningMinDelay is the shortest Backoff delay of a waiter that listens
@@ -58,11 +59,7 @@ const waitLease = 3 * FairLease
 const subscribeTimeout = time.Second
 
 func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
-	a := w.c.newAttempt(w.kind, w.keys, w.cfg.newToken(), w.ttl, w.cfg.fair)
-	a.limit = w.limit
-	if w.cfg.guard != "" {
-		a.guard(w.cfg.guard)
-	}
+	a := w.c.newAttempt(w.kind, w.keys, w.ttl, w.limit, w.cfg)
 	queues := w.c.quorum == nil // a Redlock has no queue
 	id := ""                    // woken by every release message
 	if queues {
@@ -91,6 +88,7 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 			a.retoken(w.cfg.newToken())
 		}
 		sent = time.Now()
+		w.seen.attempts++
 		lock, r, err := w.c.try(ctx, a, w.cfg)
 		if !errors.Is(err, ErrNotObtained) {
 			if err != nil && wasHeld && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -114,6 +112,9 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 				continue // try again now that no release can be missed
 			}
 		}
+		if sleeps == 0 && w.c.obs != nil {
+			w.observeWaitStart(ctx)
+		}
 		sleeps++
 		if !w.sleep(ctx, w.delay(sleeps, a, r)) {
 			if a.queued() {
@@ -122,6 +123,7 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 			return nil, w.c.withFailures(fmt.Errorf("%w: %w", err, contextError(ctx)), w.key)
 		}
 		if lock := w.handedOver(a, sent); lock != nil {
+			w.seen.handoff = true
 			return lock, nil
 		}
 		a.woken = w.takeWoken()
@@ -258,9 +260,11 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration) bool {
 	} else {
 		w.timer.Reset(d)
 	}
+	w.seen.woken = false
 	select {
 	case <-w.timer.C:
 	case <-w.wake:
+		w.seen.woken = true
 	case <-w.c.done: // Close: the next try says ErrClosed
 	case <-ctx.Done():
 		return false

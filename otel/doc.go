@@ -1,0 +1,56 @@
+// Package dlockotel traces dlock's calls and measures its locks with
+// OpenTelemetry.
+//
+// An Observer is a dlock.CallObserver: install it on a Client with
+// dlock.WithObserver, and the Client's calls become spans of the tracer
+// provider given (by default the global one, otel.GetTracerProvider):
+//
+//	obs, err := dlockotel.New()
+//	locker := dlock.New(rdb, dlock.WithObserver(obs))
+//
+// # Spans
+//
+// Client.Obtain and Client.TryObtain make a span "dlock obtain", Client.Do
+// a span "dlock do" with the spans of its obtain and release inside,
+// Lock.Release and Lock.ReleaseAfter "dlock release", Lock.Refresh
+// "dlock refresh". Each is a child of the span in the context the caller
+// passed, and each call's Redis commands run under its span's context, so
+// that a traced Redis client (redisotel) puts its command spans inside.
+// This is how the Observer gets the caller's context: dlock calls
+// StartCall as a call starts, with the caller's context, and runs the call
+// under the context StartCall returns; the Event that ends the call carries
+// it back, with the span. Automatic refreshes have no span (no caller waits
+// for them): they count in the metrics.
+//
+// Attributes follow OpenTelemetry's semantic conventions for databases
+// where they apply: db.system.name "redis", server.address and
+// server.port from the node's address on a Client made by New (a Redlock
+// Client has several nodes, and names none), error.type on failure. dlock's
+// own are dlock.kind, dlock.key, and on obtain spans dlock.result,
+// dlock.attempts, dlock.woken and dlock.handoff. Waiting shows as the span
+// events "dlock.wait.start" and "dlock.wait.end", a fair handoff as
+// "dlock.handoff". A call that fails records its error and sets the span's
+// status to Error; an obtain that found the lock held without waiting
+// (TryObtain) is an answer, not an error.
+//
+// # Metrics
+//
+// The same metrics as the module github.com/dlock-go/dlock/prometheus, by
+// OpenTelemetry's naming (an exporter to Prometheus gives the same names):
+//
+//	dlock.obtain.duration   histogram (s)   obtains, by dlock.result
+//	dlock.hold.duration     histogram (s)   holds, to their release or loss
+//	dlock.locks.held        up-down counter locks obtained, not yet released or lost
+//	dlock.waiters           up-down counter obtains waiting now
+//	dlock.lost              counter         losses, by dlock.lost.reason
+//	dlock.refresh.failures  counter         failed refreshes
+//	dlock.node.errors       counter         failed node operations, by server.address and db.operation.name
+//
+// Each but dlock.node.errors has the attribute dlock.kind: "lock",
+// "semaphore", "read" or "write". Keys are no attribute of the metrics
+// unless WithKeyAttribute maps them to a bounded value (at most
+// WithMaxKeyValues distinct ones, the rest "other").
+//
+// The Observer keeps no goroutine; the providers are the caller's to shut
+// down.
+package dlockotel

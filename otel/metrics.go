@@ -1,0 +1,162 @@
+package dlockotel
+
+import (
+	"context"
+	"math"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/dlock-go/dlock"
+)
+
+// instruments are the Observer's metrics, as the Prometheus module's.
+type instruments struct {
+	obtain          metric.Float64Histogram
+	hold            metric.Float64Histogram
+	held            metric.Int64UpDownCounter
+	waiters         metric.Int64UpDownCounter
+	lost            metric.Int64Counter
+	refreshFailures metric.Int64Counter
+	nodeErrors      metric.Int64Counter
+
+	keyValue func(string) string // nil: no dlock.key
+	keys     keyValues
+}
+
+// Bucket boundaries of the histograms, in seconds, as the Prometheus
+// module's defaults: obtains from a round trip to a long wait, holds from
+// a quick job to an hour.
+var (
+	obtainBoundaries = exponentialRange(0.0005, 60, 16)
+	holdBoundaries   = exponentialRange(0.01, 3600, 16)
+)
+
+// exponentialRange returns n boundaries from lo to hi, each a constant
+// factor above the one before (prometheus.ExponentialBucketsRange).
+func exponentialRange(lo, hi float64, n int) []float64 {
+	factor := math.Pow(hi/lo, 1/float64(n-1))
+	b := make([]float64, n)
+	for i := range b {
+		b[i] = lo * math.Pow(factor, float64(i))
+	}
+	return b
+}
+
+func (m *instruments) init(meter metric.Meter, keyValue func(string) string, maxKeys int) error {
+	m.keyValue, m.keys = keyValue, keyValues{max: maxKeys, admitted: map[string]struct{}{}}
+	var err, e error
+	m.obtain, e = meter.Float64Histogram("dlock.obtain.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long obtaining a lock took, waiting included, by result."),
+		metric.WithExplicitBucketBoundaries(obtainBoundaries...))
+	err = join(err, e)
+	m.hold, e = meter.Float64Histogram("dlock.hold.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long a lock was held, from its obtain to its release or loss."),
+		metric.WithExplicitBucketBoundaries(holdBoundaries...))
+	err = join(err, e)
+	m.held, e = meter.Int64UpDownCounter("dlock.locks.held", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks obtained and not yet released or lost."))
+	err = join(err, e)
+	m.waiters, e = meter.Int64UpDownCounter("dlock.waiters", metric.WithUnit("{waiter}"),
+		metric.WithDescription("Obtains waiting for a lock that another holder has."))
+	err = join(err, e)
+	m.lost, e = meter.Int64Counter("dlock.lost", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks lost while held, by reason: not_held, expired, closed."))
+	err = join(err, e)
+	m.refreshFailures, e = meter.Int64Counter("dlock.refresh.failures", metric.WithUnit("{refresh}"),
+		metric.WithDescription("Refreshes of a lock that failed or found it gone, manual and automatic."))
+	err = join(err, e)
+	m.nodeErrors, e = meter.Int64Counter("dlock.node.errors", metric.WithUnit("{error}"),
+		metric.WithDescription("Operations on a Redis node that failed, by node and operation."))
+	return join(err, e)
+}
+
+func join(err, e error) error {
+	if err != nil {
+		return err
+	}
+	return e
+}
+
+// observe records e. The metric calls take no context of the caller's:
+// events of the background have none, and exemplars are not kept.
+func (m *instruments) observe(e dlock.Event) {
+	ctx := context.Background()
+	switch e.Type {
+	case dlock.EventObtain:
+		m.obtain.Record(ctx, e.Duration.Seconds(), m.attrs(e, attribute.String("dlock.result", e.Result.String())))
+		if e.Result == dlock.ResultObtained {
+			m.held.Add(ctx, 1, m.attrs(e))
+		}
+	case dlock.EventWaitStart:
+		m.waiters.Add(ctx, 1, m.attrs(e))
+	case dlock.EventWaitEnd:
+		m.waiters.Add(ctx, -1, m.attrs(e))
+	case dlock.EventRelease:
+		m.ended(ctx, e)
+	case dlock.EventLost:
+		m.lost.Add(ctx, 1, m.attrs(e, attribute.String("dlock.lost.reason", e.Reason.String())))
+		m.ended(ctx, e)
+	case dlock.EventRefresh:
+		if e.Err != nil {
+			m.refreshFailures.Add(ctx, 1, m.attrs(e))
+		}
+	case dlock.EventNodeError:
+		m.nodeErrors.Add(ctx, 1, metric.WithAttributes(semconv.ServerAddress(e.Node), semconv.DBOperationName(e.Op)))
+	}
+}
+
+// ended records a lock that e ended, if it did.
+func (m *instruments) ended(ctx context.Context, e dlock.Event) {
+	if !e.Ended {
+		return
+	}
+	attrs := m.attrs(e)
+	m.held.Add(ctx, -1, attrs)
+	m.hold.Record(ctx, e.Held.Seconds(), attrs)
+}
+
+// attrs returns the attributes of e's metrics: its kind, extra, and its
+// key's value if there is one.
+func (m *instruments) attrs(e dlock.Event, extra ...attribute.KeyValue) metric.MeasurementOption {
+	kvs := make([]attribute.KeyValue, 0, 3)
+	kvs = append(kvs, attribute.String("dlock.kind", e.Kind))
+	kvs = append(kvs, extra...)
+	if m.keyValue != nil {
+		kvs = append(kvs, attribute.String("dlock.key", m.keys.admit(m.keyValue(e.Key))))
+	}
+	return metric.WithAttributes(kvs...)
+}
+
+// keyValues bounds the values of dlock.key: the first max met are
+// admitted, and stay; any other counts as OtherKeyValue, so an up-down
+// counter goes down under the value it went up under.
+type keyValues struct {
+	max      int
+	mu       sync.RWMutex
+	admitted map[string]struct{}
+}
+
+func (k *keyValues) admit(v string) string {
+	k.mu.RLock()
+	_, ok := k.admitted[v]
+	full := len(k.admitted) >= k.max
+	k.mu.RUnlock()
+	switch {
+	case ok:
+		return v
+	case full:
+		return OtherKeyValue
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.admitted[v]; !ok {
+		if len(k.admitted) >= k.max {
+			return OtherKeyValue
+		}
+		k.admitted[v] = struct{}{}
+	}
+	return v
+}

@@ -1,0 +1,245 @@
+package dlockprom
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dlock-go/dlock"
+)
+
+// DefaultMaxKeyLabels is how many distinct values of the key label a
+// Collector admits by default: see WithMaxKeyLabels.
+const DefaultMaxKeyLabels = 100
+
+// OtherKeyLabel is the value of the key label of every key mapped to a
+// value past the first WithMaxKeyLabels ones.
+const OtherKeyLabel = "other"
+
+// Buckets of the histograms, in seconds: obtains take from a round trip
+// (under a millisecond) to a long wait; holds from a quick job to an hour.
+var (
+	DefaultObtainBuckets = prometheus.ExponentialBucketsRange(0.0005, 60, 16)
+	DefaultHoldBuckets   = prometheus.ExponentialBucketsRange(0.01, 3600, 16)
+)
+
+// Option configures a Collector.
+type Option func(*config)
+
+type config struct {
+	keyLabel      func(key string) string
+	maxKeyLabels  int
+	obtainBuckets []float64
+	holdBuckets   []float64
+	err           error
+}
+
+// WithKeyLabel adds a label key to every metric but
+// dlock_node_errors_total, whose value is label(key) for an event on the
+// lock key: for instance the part before the first ':', so that
+// "invoice:42" and "invoice:43" count together. It should have few values;
+// the Collector admits at most WithMaxKeyLabels of them anyway. The
+// default is no key label.
+func WithKeyLabel(label func(key string) string) Option {
+	return func(c *config) {
+		if label == nil {
+			c.err = fmt.Errorf("dlockprom: WithKeyLabel(nil)")
+		}
+		c.keyLabel = label
+	}
+}
+
+// WithMaxKeyLabels sets how many distinct values of the key label (see
+// WithKeyLabel) the Collector admits: the first n it meets. Keys mapped to
+// any other value count under OtherKeyLabel. n must be positive; the
+// default is DefaultMaxKeyLabels.
+func WithMaxKeyLabels(n int) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.err = fmt.Errorf("dlockprom: WithMaxKeyLabels(%d): must be positive", n)
+		}
+		c.maxKeyLabels = n
+	}
+}
+
+// WithBuckets sets the buckets, in seconds, of dlock_obtain_duration_seconds
+// and dlock_hold_duration_seconds. The defaults are DefaultObtainBuckets and
+// DefaultHoldBuckets.
+func WithBuckets(obtain, hold []float64) Option {
+	return func(c *config) {
+		if len(obtain) == 0 || len(hold) == 0 {
+			c.err = fmt.Errorf("dlockprom: WithBuckets needs buckets for both histograms")
+		}
+		c.obtainBuckets, c.holdBuckets = obtain, hold
+	}
+}
+
+// Collector is a prometheus.Collector of dlock's metrics (see the package
+// documentation) and the dlock.Observer that counts them. Make one with
+// New, register it, and install it on Clients with dlock.WithObserver. It
+// is safe for concurrent use.
+type Collector struct {
+	obtain          *prometheus.HistogramVec
+	hold            *prometheus.HistogramVec
+	held            *prometheus.GaugeVec
+	waiters         *prometheus.GaugeVec
+	lost            *prometheus.CounterVec
+	refreshFailures *prometheus.CounterVec
+	nodeErrors      *prometheus.CounterVec
+	all             []prometheus.Collector
+
+	keyLabel func(string) string // nil: no key label
+	keys     keyLabels
+}
+
+// New returns a Collector. It returns an error for an invalid option.
+func New(opts ...Option) (*Collector, error) {
+	cfg := config{maxKeyLabels: DefaultMaxKeyLabels, obtainBuckets: DefaultObtainBuckets, holdBuckets: DefaultHoldBuckets}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("dlockprom: nil Option")
+		}
+		if opt(&cfg); cfg.err != nil {
+			return nil, cfg.err
+		}
+	}
+	labels := func(names ...string) []string {
+		names = append([]string{"kind"}, names...)
+		if cfg.keyLabel != nil {
+			names = append(names, "key")
+		}
+		return names
+	}
+	c := &Collector{keyLabel: cfg.keyLabel, keys: keyLabels{max: cfg.maxKeyLabels, admitted: map[string]struct{}{}}}
+	c.obtain = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "dlock_obtain_duration_seconds", Help: "How long obtaining a lock took, waiting included, by result.",
+		Buckets: cfg.obtainBuckets,
+	}, labels("result"))
+	c.hold = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "dlock_hold_duration_seconds", Help: "How long a lock was held, from its obtain to its release or loss.",
+		Buckets: cfg.holdBuckets,
+	}, labels())
+	c.held = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dlock_locks_held", Help: "Locks obtained and not yet released or lost.",
+	}, labels())
+	c.waiters = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dlock_waiters", Help: "Obtains waiting for a lock that another holder has.",
+	}, labels())
+	c.lost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dlock_lost_total", Help: "Locks lost while held, by reason: not_held (found gone or taken), expired (no refresh in time), closed (client closed).",
+	}, labels("reason"))
+	c.refreshFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dlock_refresh_failures_total", Help: "Refreshes of a lock that failed or found it gone, manual and automatic.",
+	}, labels())
+	c.nodeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dlock_node_errors_total", Help: "Operations on a Redis node that failed, by node and operation.",
+	}, []string{"node", "op"})
+	c.all = []prometheus.Collector{c.obtain, c.hold, c.held, c.waiters, c.lost, c.refreshFailures, c.nodeErrors}
+	if cfg.keyLabel == nil {
+		// Series that alerts use exist from the start, at 0, so that
+		// rate() and increase() see the first loss.
+		for _, reason := range []dlock.LostReason{dlock.LostNotHeld, dlock.LostExpired, dlock.LostClosed} {
+			c.lost.WithLabelValues("lock", reason.String())
+		}
+		c.refreshFailures.WithLabelValues("lock")
+		c.held.WithLabelValues("lock")
+		c.waiters.WithLabelValues("lock")
+	}
+	return c, nil
+}
+
+// Describe sends the descriptions of the metrics; part of
+// prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.all {
+		m.Describe(ch)
+	}
+}
+
+// Collect sends the metrics; part of prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range c.all {
+		m.Collect(ch)
+	}
+}
+
+// Observe counts e; it makes the Collector a dlock.Observer.
+func (c *Collector) Observe(e dlock.Event) {
+	switch e.Type {
+	case dlock.EventObtain:
+		c.obtain.WithLabelValues(c.values(e, e.Result.String())...).Observe(e.Duration.Seconds())
+		if e.Result == dlock.ResultObtained {
+			c.held.WithLabelValues(c.values(e)...).Inc()
+		}
+	case dlock.EventWaitStart:
+		c.waiters.WithLabelValues(c.values(e)...).Inc()
+	case dlock.EventWaitEnd:
+		c.waiters.WithLabelValues(c.values(e)...).Dec()
+	case dlock.EventRelease:
+		c.ended(e)
+	case dlock.EventLost:
+		c.lost.WithLabelValues(c.values(e, e.Reason.String())...).Inc()
+		c.ended(e)
+	case dlock.EventRefresh:
+		if e.Err != nil {
+			c.refreshFailures.WithLabelValues(c.values(e)...).Inc()
+		}
+	case dlock.EventNodeError:
+		c.nodeErrors.WithLabelValues(e.Node, e.Op).Inc()
+	}
+}
+
+// ended counts a lock that e ended, if it did.
+func (c *Collector) ended(e dlock.Event) {
+	if !e.Ended {
+		return
+	}
+	values := c.values(e)
+	c.held.WithLabelValues(values...).Dec()
+	c.hold.WithLabelValues(values...).Observe(e.Held.Seconds())
+}
+
+// values returns the label values of e: its kind, then extra, then its key
+// label if there is one.
+func (c *Collector) values(e dlock.Event, extra ...string) []string {
+	values := make([]string, 0, 3)
+	values = append(values, e.Kind)
+	values = append(values, extra...)
+	if c.keyLabel != nil {
+		values = append(values, c.keys.admit(c.keyLabel(e.Key)))
+	}
+	return values
+}
+
+// keyLabels bounds the values of the key label: the first max values met
+// are admitted, and stay; any other counts as OtherKeyLabel. A value is
+// thus always counted under the same label, so gauges go down where they
+// went up.
+type keyLabels struct {
+	max      int
+	mu       sync.RWMutex
+	admitted map[string]struct{}
+}
+
+func (k *keyLabels) admit(v string) string {
+	k.mu.RLock()
+	_, ok := k.admitted[v]
+	full := len(k.admitted) >= k.max
+	k.mu.RUnlock()
+	switch {
+	case ok:
+		return v
+	case full:
+		return OtherKeyLabel
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.admitted[v]; !ok {
+		if len(k.admitted) >= k.max {
+			return OtherKeyLabel
+		}
+		k.admitted[v] = struct{}{}
+	}
+	return v
+}
