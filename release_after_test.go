@@ -112,9 +112,13 @@ func TestReleaseAfterDuringAutomaticRefresh(t *testing.T) {
 	rdb.AddHook(hold)
 	locker := newLocker(t, rdb)
 	key := testKey(t)
-	const ttl, keep = 600 * time.Millisecond, 5 * time.Second
+	const ttl, keep = 3 * time.Second, 10 * time.Second
 	lock := obtainRenewed(t, locker, key, ttl)
-	<-hold.entered // an automatic refresh is about to be sent
+	select {
+	case <-hold.entered: // an automatic refresh is about to be sent
+	case <-lock.Done(): // a machine so slow the renewer missed the whole ttl
+		t.Fatalf("the lock ended before its first automatic refresh: %v", lock.Err())
+	}
 	done := make(chan error, 1)
 	go func() { done <- lock.ReleaseAfter(context.Background(), keep) }()
 	time.Sleep(20 * time.Millisecond) // time for a ReleaseAfter that did not wait to overtake it

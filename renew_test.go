@@ -120,7 +120,9 @@ func TestAutoRenewLost(t *testing.T) {
 			tc.lose(e, key)
 			until := lock.Until()
 			closed := waitDone(t, lock, 3*ttl)
-			if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) || !strings.Contains(err.Error(), tc.how) {
+			// On a machine slow enough that the renewer misses the whole
+			// validity, any loss also reads "ran out".
+			if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) || !strings.Contains(err.Error(), tc.how) && !strings.Contains(err.Error(), ranOut) {
 				t.Errorf("Err = %v, want ErrLockLost: %s", err, tc.how)
 			}
 			if late := closed.Sub(until); late > ttl {
