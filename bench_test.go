@@ -2,6 +2,7 @@ package dlock_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,10 +156,10 @@ func serverCPU(b *testing.B, rdb *redis.Client) float64 {
 // BenchmarkRWMutexWriterUnderReaders measures how long a writer waits for
 // an RW lock that a steady stream of readers keeps busy: 8 goroutines take
 // read holds one after the other (each held 1ms), and each iteration is one
-// writer's Lock and Release among them. writer-max-ms is the longest of
-// those waits, reads/op how many reads went through per write: a writer is
-// not starved when its wait stays near a read's length however long the
-// stream runs.
+// writer's Lock and Release among them. writer-p50-ms, -p99-ms and -max-ms
+// are the writer's waits, reads/op how many reads went through per write:
+// a writer is not starved when its wait stays near a read's length however
+// long the stream runs.
 func BenchmarkRWMutexWriterUnderReaders(b *testing.B) {
 	srv := redistest.NewServer(b)
 	rdb := srv.Client()
@@ -187,7 +188,7 @@ func BenchmarkRWMutexWriterUnderReaders(b *testing.B) {
 		time.Sleep(time.Millisecond)
 	}
 	writer := locker.RWMutex(key)
-	var longest time.Duration
+	var waits []time.Duration
 	readsBefore := reads.Load()
 	for b.Loop() {
 		start := time.Now()
@@ -195,12 +196,18 @@ func BenchmarkRWMutexWriterUnderReaders(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		longest = max(longest, time.Since(start))
+		waits = append(waits, time.Since(start))
 		if err := w.Release(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(longest)/float64(time.Millisecond), "writer-max-ms")
+	slices.Sort(waits)
+	ms := func(q float64) float64 {
+		return float64(waits[min(len(waits)-1, int(q*float64(len(waits))))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(ms(0.5), "writer-p50-ms")
+	b.ReportMetric(ms(0.99), "writer-p99-ms")
+	b.ReportMetric(ms(1), "writer-max-ms")
 	b.ReportMetric(float64(reads.Load()-readsBefore)/float64(b.N), "reads/op")
 	stop()
 	wg.Wait()
