@@ -68,12 +68,14 @@ func TestGuardWakesWaiters(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := make(chan error, 4)
+	var lockers []*dlock.Client
 	for i := range 4 {
 		opts := []dlock.ObtainOption{dlock.WithGuard(result), dlock.WithBackoff(dlock.FixedBackoff(time.Hour))}
 		if i%2 == 1 {
 			opts = append(opts, dlock.WithFair())
 		}
 		locker := newLocker(t, e.rdb)
+		lockers = append(lockers, locker)
 		go func() {
 			_, err := locker.Obtain(ctx, key, time.Minute, opts...)
 			errs <- err
@@ -91,6 +93,9 @@ func TestGuardWakesWaiters(t *testing.T) {
 		if err := <-errs; !errors.As(err, &guard) || guard.Value != "done" {
 			t.Errorf("a waiter got %v, want the guard", err)
 		}
+	}
+	for _, locker := range lockers {
+		locker.Close() // waits for the waiters' leaves, which must not pass the lock on
 	}
 	if v := value(t, e.rdb, key); v != "" {
 		t.Errorf("a waiter took the lock: %q", v)

@@ -95,3 +95,45 @@ func TestQueueWakesOneAndHandsOverToTheOneBeaten(t *testing.T) {
 		t.Fatalf("a plain newcomer with w2 queued: %+v, want the free lock its own", r)
 	}
 }
+
+// A waiter that leaves once the guard (WithGuard) is stored passes the lock
+// on to nobody: the waiter after it finds the guard, and would never
+// release a lock handed to it.
+func TestLeaveAfterGuardPassesNothingOn(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	n := newNode(rdb, replicaAck{})
+	lockKey, guardKey := "{guard:leave}:lock", "{guard:leave}:result"
+	waiting := func(token string) attempt {
+		a := attempt{kind: lockKind, keys: queueKeys(lockKey), token: token, arg: token, ttl: time.Minute, fair: true,
+			lease: FairLease, notify: "channel:" + token, counted: n.counted}
+		a.guard(guardKey)
+		return a
+	}
+	ps := rdb.Subscribe(ctx, "channel:w2") // w2's Client listens: a handoff would reach it
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, lockKey, "holder", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"w1", "w2"} {
+		if r, err := n.run(ctx, waiting(w).op()); err != nil || r.code != held {
+			t.Fatalf("%s joins the queue: %+v, %v", w, r, err)
+		}
+	}
+	// The holder's ReleaseStoring, as the script does it.
+	if err := rdb.Set(ctx, guardKey, "done", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Del(ctx, lockKey)
+	if _, err := n.run(ctx, waiting("w1").undo(false)); err != nil { // w1 found the guard and leaves
+		t.Fatal(err)
+	}
+	if v := rdb.Get(ctx, lockKey).Val(); v != "" {
+		t.Errorf("w1's leave handed the lock to %q, want nobody", v)
+	}
+}

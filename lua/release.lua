@@ -8,7 +8,8 @@
 -- KEYS[2]  the fence key, whose name is also the lock's release channel
 -- KEYS[3]  the queue (see queue_acquire.lua); absent for a Redlock node,
 -- KEYS[4]  the leases                          which has no queue
--- KEYS[5]  with ARGV[7]: the key to store it at
+-- KEYS[5]  the waiters' guard key (WithGuard), if any: while it exists the
+--          lock is passed on to nobody; with ARGV[7], the key to store at
 -- ARGV[1]  the caller's token
 -- ARGV[2]  '' to release; 'quiet' to release and tell nobody (a Redlock
 --          attempt that failed takes back the nodes that granted it:
@@ -79,6 +80,13 @@ elseif ARGV[2] == 'quiet' then
   return 1
 end
 
+if KEYS[5] and redis.call('EXISTS', KEYS[5]) == 1 then
+  -- The waiters' guard (WithGuard) exists: the work is done, and the lock
+  -- goes to nobody. Every waiter finds the guard at its next try.
+  redis.call('PUBLISH', KEYS[2], '')
+  redis.pcall('PUBLISH', watch, '')
+  return released
+end
 local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 local t, now_ms
 if head then -- nobody waits, mostly: no need for the time
