@@ -2,8 +2,6 @@
 
 package main
 
-import "os"
-
 // A keyReader reads the keys typed on a terminal; there is none on systems
 // other than Unix, where dlock top cannot interrupt a read of the terminal
 // to stop cleanly. Ctrl-C quits it there, by the interrupt it sends.
@@ -12,6 +10,6 @@ type keyReader struct {
 }
 
 // readKeys returns nil: see keyReader.
-func readKeys(*os.File) (*keyReader, error) { return nil, nil }
+func readKeys() (*keyReader, error) { return nil, nil }
 
 func (k *keyReader) stop() {}

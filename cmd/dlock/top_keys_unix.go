@@ -5,44 +5,61 @@ package main
 import (
 	"os"
 	"sync"
-	"syscall"
 	"time"
+
+	"golang.org/x/term"
 )
 
-// A keyReader reads the keys typed on a terminal, one byte at a time, until
-// it is stopped.
+// A keyReader reads the keys typed on the terminal, one byte at a time,
+// with the terminal in raw mode, until it is stopped.
 //
-// It reads a duplicate of the terminal's descriptor in non-blocking mode,
-// through Go's poller, so that stop can interrupt a read that waits for a
-// key (with a deadline) and wait for the goroutine to end. The mode belongs
-// to the terminal, which the shell shares: stop sets it back.
+// It reads the terminal through a descriptor of its own, opened on
+// /dev/tty, in non-blocking mode, through Go's poller, so that stop can
+// interrupt a read that waits for a key (with a deadline) and wait for the
+// goroutine to end. Setting stdin's descriptor non-blocking instead would
+// set stdout's too, which shares its open file on a terminal, and a write
+// could then fail with EAGAIN when the terminal is slow to read.
 type keyReader struct {
-	fd   int
-	tty  *os.File // of fd
+	tty  *os.File    // never tty.Fd, which would make it blocking again
+	was  *term.State // the terminal's mode before raw mode
 	keys chan byte
 	done chan struct{} // closed by stop
 	wg   sync.WaitGroup
 }
 
-// readKeys starts reading the keys typed on the terminal in, or returns
-// nil when it cannot interrupt a read of it, so would leave a goroutine
-// behind.
-func readKeys(in *os.File) (*keyReader, error) {
-	fd, err := syscall.Dup(int(in.Fd()))
+// readKeys puts the controlling terminal in raw mode and starts reading
+// the keys typed on it. It returns nil when there is no such terminal, or
+// when this system cannot interrupt a read of it (macOS's kqueue takes no
+// terminal): a reader that cannot be stopped would outlive dlock top.
+func readKeys() (*keyReader, error) {
+	tty, err := os.Open("/dev/tty")
 	if err != nil {
-		return nil, err
+		return nil, nil // no controlling terminal
 	}
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		syscall.Close(fd)
-		return nil, err
-	}
-	k := &keyReader{fd: fd, tty: os.NewFile(uintptr(fd), "terminal"), keys: make(chan byte), done: make(chan struct{})}
-	if err := k.tty.SetReadDeadline(time.Time{}); err != nil { // not in the poller: no deadlines
-		k.release()
+	if tty.SetReadDeadline(time.Time{}) != nil {
+		tty.Close()
 		return nil, nil
+	}
+	k := &keyReader{tty: tty, keys: make(chan byte), done: make(chan struct{})}
+	if err := k.control(func(fd int) (err error) { k.was, err = term.MakeRaw(fd); return err }); err != nil {
+		tty.Close()
+		return nil, err
 	}
 	k.wg.Go(k.read)
 	return k, nil
+}
+
+// control calls fn with the terminal's descriptor.
+func (k *keyReader) control(fn func(fd int) error) error {
+	conn, err := k.tty.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var fnErr error
+	if err := conn.Control(func(fd uintptr) { fnErr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return fnErr
 }
 
 // read passes on the keys typed until stop, or until the terminal is gone.
@@ -63,17 +80,12 @@ func (k *keyReader) read() {
 	}
 }
 
-// stop stops reading, and waits until the reading goroutine has ended.
+// stop stops reading, waits until the reading goroutine has ended, and
+// puts the terminal back in the mode it was in.
 func (k *keyReader) stop() {
 	close(k.done)
 	k.tty.SetReadDeadline(time.Now()) // ends a read that waits
 	k.wg.Wait()
-	k.release()
-}
-
-// release sets the terminal back to blocking mode, which programs expect of
-// a terminal, and closes the duplicate descriptor.
-func (k *keyReader) release() {
-	syscall.SetNonblock(k.fd, false)
+	k.control(func(fd int) error { return term.Restore(fd, k.was) })
 	k.tty.Close()
 }

@@ -21,14 +21,12 @@ const (
 )
 
 // A screen is the terminal dlock top draws on: the alternate screen with
-// the cursor hidden, and the keyboard, when stdin is the terminal, in raw
+// the cursor hidden, and the keyboard, when stdin is a terminal, in raw
 // mode, so that each key is read as it is typed and Ctrl-C is a key too.
 // close puts the terminal back as it was.
 type screen struct {
 	out  *os.File
-	in   *os.File    // the keyboard, or nil
-	was  *term.State // the keyboard's mode before raw mode
-	keys *keyReader  // nil without a keyboard
+	keys *keyReader // nil without a keyboard
 }
 
 // terminalOf returns w as a file when it is a terminal.
@@ -37,41 +35,23 @@ func terminalOf(w io.Writer) (*os.File, bool) {
 	return f, ok && term.IsTerminal(int(f.Fd()))
 }
 
-// openScreen takes the terminal out over: see screen. stdin is read for
-// keys when it is a terminal and this system lets dlock read it without
-// blocking (see readKeys); without keys, Ctrl-C still quits, by SIGINT.
+// openScreen takes the terminal out over: see screen. Keys are read when
+// stdin is a terminal and this system lets dlock top stop reading them
+// (see readKeys); without keys, Ctrl-C still quits, by SIGINT.
 func openScreen(stdin io.Reader, out *os.File) (*screen, error) {
 	s := &screen{out: out}
 	if in, ok := stdin.(*os.File); ok && term.IsTerminal(int(in.Fd())) {
-		if err := s.readKeyboard(in); err != nil {
-			return nil, err
+		keys, err := readKeys()
+		if err != nil {
+			return nil, fmt.Errorf("dlock top: cannot read single keys from the terminal: %w", err)
 		}
+		s.keys = keys
 	}
 	if _, err := io.WriteString(out, ansiAltScreen+ansiHideCursor); err != nil {
 		s.close()
 		return nil, err
 	}
 	return s, nil
-}
-
-// readKeyboard puts the terminal in raw mode and reads its keys, unless
-// this system cannot read them without blocking: then it leaves it be.
-func (s *screen) readKeyboard(in *os.File) error {
-	fd := int(in.Fd())
-	was, err := term.MakeRaw(fd)
-	if err != nil {
-		return fmt.Errorf("dlock top: cannot read single keys from the terminal: %w", err)
-	}
-	keys, err := readKeys(in)
-	if err != nil || keys == nil {
-		term.Restore(fd, was)
-		if err != nil {
-			return fmt.Errorf("dlock top: cannot read the terminal: %w", err)
-		}
-		return nil
-	}
-	s.in, s.was, s.keys = in, was, keys
-	return nil
 }
 
 // keyPresses returns the keys typed, or nil when they are not read.
@@ -88,9 +68,6 @@ func (s *screen) close() {
 	io.WriteString(s.out, ansiShowCursor+ansiMainScreen)
 	if s.keys != nil {
 		s.keys.stop()
-	}
-	if s.was != nil {
-		term.Restore(int(s.in.Fd()), s.was)
 	}
 }
 
