@@ -126,8 +126,9 @@ type topScan struct {
 // ctx ends, cfg.count refreshes are done, or a key quits. keys are the
 // keys typed, or nil. A scan runs in a goroutine of its own, so that keys
 // are handled while Redis is slow; at most one runs at a time, and
-// watchLocks cancels it and waits for it before it returns. It returns the
-// error of the last refresh when --count ends it.
+// watchLocks cancels it and waits for it before it returns. It returns an
+// error when show fails, or when --count ends it after a refresh that
+// failed.
 func watchLocks(ctx context.Context, cfg topConfig, scan func(context.Context) ([]dlock.LockInfo, error),
 	show func(topState, topConfig) error, keys <-chan byte) error {
 	scanCtx, cancel := context.WithCancel(ctx)
@@ -180,7 +181,10 @@ func watchLocks(ctx context.Context, cfg topConfig, scan func(context.Context) (
 			return err
 		}
 		if cfg.count > 0 && refreshes >= cfg.count {
-			return st.err
+			if st.err != nil { // shown already: say only why the exit status
+				return fmt.Errorf("dlock top: the last of %d refreshes failed", refreshes)
+			}
+			return nil
 		}
 	}
 }
