@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -84,7 +85,7 @@ func runTop(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "dlock top: --interval must be positive, and --limit and --count not negative")
 		return exitUsage
 	}
-	return f.connectTarget(ctx, stderr, func(t target) error {
+	return f.connectTarget(ctx, stderr, func(t target) (err error) {
 		scan := func(ctx context.Context) ([]dlock.LockInfo, error) {
 			ctx, cancel := context.WithTimeout(ctx, f.timeout)
 			defer cancel()
@@ -95,7 +96,7 @@ func runTop(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			if err != nil {
 				return err
 			}
-			defer s.close()
+			defer func() { err = errors.Join(err, s.close()) }()
 			return watchLocks(ctx, cfg, scan, s.show, s.keyPresses())
 		}
 		return watchLocks(ctx, cfg, scan, plainShow(stdout, stderr), nil)

@@ -12,4 +12,4 @@ type keyReader struct {
 // readKeys returns nil: see keyReader.
 func readKeys() (*keyReader, error) { return nil, nil }
 
-func (k *keyReader) stop() {}
+func (k *keyReader) stop() error { return nil }

@@ -82,10 +82,12 @@ func (k *keyReader) read() {
 
 // stop stops reading, waits until the reading goroutine has ended, and
 // puts the terminal back in the mode it was in.
-func (k *keyReader) stop() {
+func (k *keyReader) stop() error {
 	close(k.done)
-	k.tty.SetReadDeadline(time.Now()) // ends a read that waits
+	// This ends a read that waits. It cannot fail: readKeys checked that
+	// the terminal takes deadlines.
+	_ = k.tty.SetReadDeadline(time.Now())
 	k.wg.Wait()
-	k.control(func(fd int) error { return term.Restore(fd, k.was) })
-	k.tty.Close()
+	defer k.tty.Close()
+	return k.control(func(fd int) error { return term.Restore(fd, k.was) })
 }

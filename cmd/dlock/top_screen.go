@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -48,8 +49,7 @@ func openScreen(stdin io.Reader, out *os.File) (*screen, error) {
 		s.keys = keys
 	}
 	if _, err := io.WriteString(out, ansiAltScreen+ansiHideCursor); err != nil {
-		s.close()
-		return nil, err
+		return nil, errors.Join(err, s.close())
 	}
 	return s, nil
 }
@@ -63,12 +63,16 @@ func (s *screen) keyPresses() <-chan byte {
 }
 
 // close gives the terminal back: the shell's screen, the cursor, and the
-// keyboard's mode.
-func (s *screen) close() {
-	io.WriteString(s.out, ansiShowCursor+ansiMainScreen)
+// keyboard's mode. Its error says what it could not put back.
+func (s *screen) close() error {
+	_, err := io.WriteString(s.out, ansiShowCursor+ansiMainScreen)
 	if s.keys != nil {
-		s.keys.stop()
+		err = errors.Join(err, s.keys.stop())
 	}
+	if err != nil {
+		return fmt.Errorf("dlock top: the terminal may need a reset (stty sane): %w", err)
+	}
+	return nil
 }
 
 // show draws st over what was on the screen. In raw mode a newline does
