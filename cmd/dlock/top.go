@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -85,22 +86,29 @@ func runTop(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "dlock top: --interval must be positive, and --limit and --count not negative")
 		return exitUsage
 	}
-	return f.connectTarget(ctx, stderr, func(t target) (err error) {
+	return f.connectTarget(ctx, stderr, func(t target) error {
 		scan := func(ctx context.Context) ([]dlock.LockInfo, error) {
 			ctx, cancel := context.WithTimeout(ctx, f.timeout)
 			defer cancel()
 			return scanLocks(ctx, t, cfg.pattern)
 		}
 		if out, ok := terminalOf(stdout); ok {
-			s, err := openScreen(stdin, out)
-			if err != nil {
-				return err
-			}
-			defer func() { err = errors.Join(err, s.close()) }()
-			return watchLocks(ctx, cfg, scan, s.show, s.keyPresses())
+			return watchOnScreen(ctx, cfg, scan, stdin, out)
 		}
 		return watchLocks(ctx, cfg, scan, plainShow(stdout, stderr), nil)
 	})
+}
+
+// watchOnScreen is watchLocks on the terminal out, which it gives back as
+// it was, with the keys typed on stdin if it is a terminal too.
+func watchOnScreen(ctx context.Context, cfg topConfig, scan func(context.Context) ([]dlock.LockInfo, error),
+	stdin io.Reader, out *os.File) (err error) {
+	s, err := openScreen(stdin, out)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.close()) }()
+	return watchLocks(ctx, cfg, scan, s.show, s.keyPresses())
 }
 
 // plainShow returns the show of watchLocks for an output that is no
