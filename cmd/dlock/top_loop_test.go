@@ -37,7 +37,7 @@ func watchShown(t *testing.T, cfg topConfig, scan func(context.Context) ([]dlock
 // and that q quits.
 func TestWatchLocksKeys(t *testing.T) {
 	scan := func(context.Context) ([]dlock.LockInfo, error) {
-		return []dlock.LockInfo{heldBy("a", "h1"), {Key: "b", Held: true, Fingerprint: "h2", Waiters: 2}}, nil
+		return []dlock.LockInfo{lockSeen("a", "h1"), {Key: "b", Held: true, Fingerprint: "h2", Waiters: 2}}, nil
 	}
 	keys := make(chan byte)
 	shown, done := watchShown(t, topConfig{}, scan, keys)
@@ -80,7 +80,7 @@ func TestWatchLocksCountFailed(t *testing.T) {
 	refreshes := 0 // one scan at a time
 	scan := func(context.Context) ([]dlock.LockInfo, error) {
 		if refreshes++; refreshes == 1 {
-			return []dlock.LockInfo{heldBy("a", "h1")}, nil
+			return []dlock.LockInfo{lockSeen("a", "h1")}, nil
 		}
 		return nil, errors.New("redis down")
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/dlock-go/dlock"
 )
 
-// heldBy is a lock as Scan reports it, for the tracker's tests.
-func heldBy(key, holder string) dlock.LockInfo {
+// lockSeen is a lock as Scan reports it, for the tracker's tests.
+func lockSeen(key, holder string) dlock.LockInfo {
 	return dlock.LockInfo{Key: key, Held: true, Fingerprint: holder, TTL: time.Minute}
 }
 
@@ -31,17 +31,17 @@ func TestTrackerHoldersAndRates(t *testing.T) {
 		locks []dlock.LockInfo
 		want  map[string]want
 	}{
-		{0, []dlock.LockInfo{heldBy("a", "h1")}, map[string]want{"a": {0, true, 0}}},
-		{1, []dlock.LockInfo{heldBy("a", "h1")}, map[string]want{"a": {time.Second, true, 0}}},
+		{0, []dlock.LockInfo{lockSeen("a", "h1")}, map[string]want{"a": {0, true, 0}}},
+		{1, []dlock.LockInfo{lockSeen("a", "h1")}, map[string]want{"a": {time.Second, true, 0}}},
 		// a new holder: one acquisition in the 2s top has watched
-		{2, []dlock.LockInfo{heldBy("a", "h2")}, map[string]want{"a": {0, false, 0.5}}},
+		{2, []dlock.LockInfo{lockSeen("a", "h2")}, map[string]want{"a": {0, false, 0.5}}},
 		// b appears after the start: acquired, not inherited
-		{4, []dlock.LockInfo{heldBy("a", "h2"), heldBy("b", "h3")}, map[string]want{"a": {2 * time.Second, false, 0.25}, "b": {0, false, 0.25}}},
+		{4, []dlock.LockInfo{lockSeen("a", "h2"), lockSeen("b", "h3")}, map[string]want{"a": {2 * time.Second, false, 0.25}, "b": {0, false, 0.25}}},
 		// a is free, then held again by its last holder: seen as one holding
-		{5, []dlock.LockInfo{heldBy("b", "h3")}, map[string]want{"b": {time.Second, false, 0.2}}},
-		{6, []dlock.LockInfo{heldBy("a", "h2"), heldBy("b", "h4")}, map[string]want{"a": {4 * time.Second, false, 1.0 / 6}, "b": {0, false, 2.0 / 6}}},
+		{5, []dlock.LockInfo{lockSeen("b", "h3")}, map[string]want{"b": {time.Second, false, 0.2}}},
+		{6, []dlock.LockInfo{lockSeen("a", "h2"), lockSeen("b", "h4")}, map[string]want{"a": {4 * time.Second, false, 1.0 / 6}, "b": {0, false, 2.0 / 6}}},
 		// the window is 10s: the acquisitions at 2s and 4s have left it
-		{13, []dlock.LockInfo{heldBy("a", "h2"), heldBy("b", "h4")}, map[string]want{"a": {11 * time.Second, false, 0}, "b": {7 * time.Second, false, 0.2}}},
+		{13, []dlock.LockInfo{lockSeen("a", "h2"), lockSeen("b", "h4")}, map[string]want{"a": {11 * time.Second, false, 0}, "b": {7 * time.Second, false, 0.2}}},
 	} {
 		rows := tr.observe(at(step.at), step.locks)
 		if len(rows) != len(step.want) {
