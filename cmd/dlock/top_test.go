@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // syncBuffer is a bytes.Buffer that a verb writes to while a test reads it.
@@ -191,5 +193,29 @@ func TestTopBadInput(t *testing.T) {
 	code, out, _ := runCLI(t, "top", "--help")
 	if code != exitOK || !strings.Contains(out, "lower bound") || !strings.Contains(out, "-interval") {
 		t.Errorf("top --help = %d, %q", code, out)
+	}
+}
+
+// TestTopQuorum watches a lock on a Redlock quorum of three servers.
+func TestTopQuorum(t *testing.T) {
+	srvs := redistest.NewServers(t, 3)
+	nodes := make([]redis.UniversalClient, len(srvs))
+	for i, s := range srvs {
+		nodes[i] = s.Client()
+	}
+	locker, err := dlock.NewRedlock(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { locker.Close() })
+	lock, err := locker.TryObtain(t.Context(), "job:q", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"top", "--count", "1"}, quorumArgs(srvs)...)
+	code, out, errOut := runCLI(t, args...)
+	blocks := topBlocks(t, out)
+	if code != exitOK || len(blocks) != 1 || len(blocks[0]["job:q"]) == 0 || blocks[0]["job:q"][1] != lock.Fingerprint() {
+		t.Errorf("top --count 1 on a quorum = %d, %q, %q; want job:q held by %s", code, out, errOut, lock.Fingerprint())
 	}
 }
