@@ -45,6 +45,7 @@ func commands() []command {
 		{name: "leader", summary: "show who leads an election, and its term; --watch for each change", run: runLeader},
 		{name: "status", summary: "show whether a lock is held, for how long, and its last fence", run: runStatus},
 		{name: "list", summary: "list the locks held now", run: runList},
+		{name: "top", summary: "watch the locks held, refreshed in place: holders, ttl, waiters, acquisitions per second", run: runTop},
 		{name: "release", summary: "delete a lock whoever holds it (with --force)", run: runRelease},
 		{name: "check", summary: "warn about Redis settings that weaken locks", run: runCheck},
 		{name: "demo", summary: "run the cases this project started from and check their invariants", run: runDemo},

@@ -111,6 +111,12 @@ func printLeader(w io.Writer, l election.Leader, asJSON bool) error {
 // connect is do for a verb that runs until ctx ends: --timeout bounds the
 // connection only. It returns the exit status; errors are printed.
 func (f *inspectFlags) connect(ctx context.Context, stderr io.Writer, fn func(*dlock.Client) error) int {
+	return f.connectTarget(ctx, stderr, func(t target) error { return fn(t.locker) })
+}
+
+// connectTarget is connect for a verb that needs the nodes too, as
+// scanLocks does.
+func (f *inspectFlags) connectTarget(ctx context.Context, stderr io.Writer, fn func(target) error) int {
 	srvs, err := pickRedis(f.urls, os.Getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -136,5 +142,5 @@ func (f *inspectFlags) connect(ctx context.Context, stderr io.Writer, fn func(*d
 		return exitUsage
 	}
 	defer locker.Close()
-	return finish(fn(locker), stderr)
+	return finish(fn(target{locker: locker, nodes: rdbs, down: down}), stderr)
 }

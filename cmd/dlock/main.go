@@ -18,6 +18,8 @@
 //	status  show a lock: held or not, ttl, fence, the start of its token,
 //	        the number of waiters
 //	list    list the held locks, optionally those matching a pattern (SCAN)
+//	top     watch the held locks, redrawn in place: holder, held for, ttl,
+//	        fence, waiters, acquisitions per second; sorted by a key
 //	release delete a lock whoever holds it; refuses without --force
 //	check   warn about Redis settings that weaken locks (eviction, no AOF)
 //	demo    run the cases this project started from (a cron job on two hosts,
