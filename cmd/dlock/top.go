@@ -34,9 +34,11 @@ lock, with the columns separated by tabs, then an empty line; SIGINT,
 SIGTERM or --count end it.
 
 dlock top sees the locks at each refresh, not in between, so:
-  - HELD FOR is how long top has seen the holder hold the lock: since the
-    refresh that first found it. ">" marks a holder that held the lock
-    already when top started, for longer than shown.
+  - HELD FOR is how long the holder has held the lock, from its fence (the
+    server's time at the acquire) when dlock took it; for a lock whose fence
+    is not known, how long top has seen it: since the refresh that first
+    found it, and ">" marks a holder that held it already when top started,
+    for longer than shown.
   - ACQ/S counts a refresh that finds a new holder as one acquisition, over
     the last minute (or ten intervals, if longer): a lower bound, since
     holders that come and go between two refreshes are not seen, nor a

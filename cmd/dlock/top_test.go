@@ -106,10 +106,10 @@ func TestTopPiped(t *testing.T) {
 			{b, "job:b", "0", regexp.MustCompile(`^[0-9]+m[0-9]{2}s$`), ""},
 		} {
 			got := block[want.key]
-			if len(got) != len(topHeader()) || got[1] != want.lock.Fingerprint() || !strings.HasPrefix(got[2], ">") ||
+			if len(got) != len(topHeader()) || got[1] != holderName(dlock.DefaultHolderName(), want.lock.Fingerprint()) || strings.HasPrefix(got[2], ">") ||
 				!want.ttl.MatchString(got[3]) || got[4] != strconv.FormatInt(want.lock.Fence(), 10) ||
 				got[5] != want.waiters || got[6] != "0" || got[7] != want.value {
-				t.Errorf("block %d: %s = %q; want holder %s, held since before top started (>), a ttl like %s, fence %d, %s waiters, 0 acq/s, value %q",
+				t.Errorf("block %d: %s = %q; want holder %s, held for a time its fence tells (no >), a ttl like %s, fence %d, %s waiters, 0 acq/s, value %q",
 					i, want.key, got, want.lock.Fingerprint(), want.ttl, want.lock.Fence(), want.waiters, want.value)
 			}
 		}
@@ -165,11 +165,11 @@ func TestTopPipedChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	block := lastBlock("the new holder", func(b map[string][]string) bool { return b["goes"] != nil })
-	if got := block["goes"]; got[1] != again.Fingerprint() || strings.HasPrefix(got[2], ">") || got[6] == "0" {
+	if got := block["goes"]; !strings.HasSuffix(got[1], "["+again.Fingerprint()+"]") || strings.HasPrefix(got[2], ">") || got[6] == "0" {
 		t.Errorf("the new holder shows as %q; want %s, held since top saw it (no >), and acq/s above 0", got, again.Fingerprint())
 	}
-	if got := block["stays"]; got[1] != stays.Fingerprint() || !strings.HasPrefix(got[2], ">") || got[6] != "0" {
-		t.Errorf("the lock held all along shows as %q; want %s, held before top started (>), and acq/s 0", got, stays.Fingerprint())
+	if got := block["stays"]; !strings.HasSuffix(got[1], "["+stays.Fingerprint()+"]") || strings.HasPrefix(got[2], ">") || got[6] != "0" {
+		t.Errorf("the lock held all along shows as %q; want %s, held for a time its fence tells (no >), and acq/s 0", got, stays.Fingerprint())
 	}
 }
 
@@ -215,7 +215,7 @@ func TestTopQuorum(t *testing.T) {
 	args := append([]string{"top", "--count", "1"}, quorumArgs(srvs)...)
 	code, out, errOut := runCLI(t, args...)
 	blocks := topBlocks(t, out)
-	if code != exitOK || len(blocks) != 1 || len(blocks[0]["job:q"]) == 0 || blocks[0]["job:q"][1] != lock.Fingerprint() {
+	if code != exitOK || len(blocks) != 1 || len(blocks[0]["job:q"]) == 0 || !strings.HasSuffix(blocks[0]["job:q"][1], "["+lock.Fingerprint()+"]") {
 		t.Errorf("top --count 1 on a quorum = %d, %q, %q; want job:q held by %s", code, out, errOut, lock.Fingerprint())
 	}
 }

@@ -20,7 +20,7 @@ import (
 // A topRow is one held lock as dlock top shows it.
 type topRow struct {
 	key    string
-	holder string // the holder's fingerprint (dlock.LockInfo.Fingerprint)
+	holder string // the holder's name and fingerprint (see holderName)
 	value  string // the value its lock carries, if any (dlock.WithValue)
 
 	// heldFor is how long top has seen this holder hold the lock. When the
@@ -84,11 +84,15 @@ func (tr *tracker) observe(at time.Time, locks []dlock.LockInfo) []topRow {
 			h.acquired = append(h.acquired, at)
 		}
 		h.lastSeen = at
-		rows = append(rows, topRow{
-			key: info.Key, holder: info.Fingerprint, value: info.Value(),
+		row := topRow{
+			key: info.Key, holder: holderName(info.HolderName, info.Fingerprint), value: info.Value(),
 			heldFor: at.Sub(h.since), inherited: h.inherited,
 			ttl: info.TTL, fence: info.Fence, waiters: info.Waiters,
-		})
+		}
+		if !info.Since.IsZero() { // the server's clock says when: exact
+			row.heldFor, row.inherited = max(at.Sub(info.Since), 0), false
+		}
+		rows = append(rows, row)
 	}
 	tr.forget(at)
 	for i := range rows {
