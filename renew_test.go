@@ -53,7 +53,9 @@ func TestAutoRenewKeepsLock(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	key := testKey(t)
-	const ttl = 300 * time.Millisecond
+	// A refresh gets a sixth of the ttl, at least 50ms: enough on a loaded
+	// machine under -race only with a ttl well above that.
+	const ttl = time.Second
 	lock := obtainRenewed(t, e.locker, key, ttl)
 
 	time.Sleep(4 * ttl)
@@ -145,7 +147,7 @@ func TestAutoRenewManyLocks(t *testing.T) {
 	e := setup(t)
 	var trips atomic.Int64
 	e.rdb.AddHook(countTrips{&trips})
-	const n, ttl = 10_000, 2 * time.Second
+	const n, ttl = 10_000, 3 * time.Second
 	key := testKey(t)
 
 	locks := make([]*dlock.Lock, n)
