@@ -101,7 +101,7 @@ func holderName(name, fingerprint string) string {
 // hold a semaphore or an RW lock.
 func showHolder(info dlock.LockInfo) string {
 	if info.Holders == nil {
-		return info.Fingerprint
+		return info.Fingerprint // the line that status shows as "holder:"; list adds the name
 	}
 	switch {
 	case info.Kind == "semaphore":
@@ -184,7 +184,11 @@ func listLocks(ctx context.Context, w io.Writer, t target, pattern string, asJSO
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tKIND\tTTL\tFENCE\tHOLDER\tWAITERS")
 	for _, info := range locks {
-		fmt.Fprintf(tw, "%q\t%s\t%s\t%s\t%s\t%d\n", info.Key, info.Kind, showTTL(info.TTL), showFence(info.Fence), showHolder(info), info.Waiters)
+		holder := showHolder(info)
+		if info.Holders == nil {
+			holder = holderName(info.HolderName, info.Fingerprint)
+		}
+		fmt.Fprintf(tw, "%q\t%s\t%s\t%s\t%s\t%d\n", info.Key, info.Kind, showTTL(info.TTL), showFence(info.Fence), holder, info.Waiters)
 	}
 	return tw.Flush()
 }
