@@ -84,20 +84,8 @@ func (l *Lock) ReleaseStoring(ctx context.Context, key string, value []byte, ttl
 	if err := checkTTL(ttl); err != nil {
 		return err
 	}
-	if err := l.check("release"); err != nil {
-		return err
-	}
 	o := l.releaseOp()
 	o.keys = append(append(make([]string, 0, 5), l.keys[:4]...), key)
 	o.args = append(o.args, value, ttl.Milliseconds())
-	r, err := l.client.call(ctx, o)
-	if err != nil {
-		return err
-	}
-	if r.code != ours {
-		l.end(l.lostError("release found it gone or taken"))
-		return l.notHeld("release")
-	}
-	l.end(ErrReleased)
-	return nil
+	return l.release(ctx, o)
 }

@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,9 +40,22 @@ func TestGuard(t *testing.T) {
 	if err := e.locker.Do(ctx, key, time.Minute, func(context.Context) error { return nil }, dlock.WithGuard(result)); !errors.Is(err, dlock.ErrGuarded) {
 		t.Errorf("Do with the guard stored = %v, want ErrGuarded", err)
 	}
-	observed := newLocker(t, e.rdb, dlock.WithObserver(dlock.ObserverFunc(func(dlock.Event) {})))
+	var ended atomic.Int64
+	observed := newLocker(t, e.rdb, dlock.WithObserver(dlock.ObserverFunc(func(e dlock.Event) {
+		if e.Type == dlock.EventRelease && e.Ended {
+			ended.Add(1)
+		}
+	})))
 	if _, err := observed.TryObtain(ctx, key, time.Minute, dlock.WithGuard(result)); !errors.Is(err, dlock.ErrGuarded) {
 		t.Errorf("TryObtain with an observer and the guard stored = %v, want ErrGuarded", err)
+	}
+	// An observer is told of a ReleaseStoring as of a release.
+	second, err := observed.TryObtain(ctx, key+":2", time.Minute, dlock.WithGuard(result+":2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.ReleaseStoring(ctx, result+":2", []byte("x"), time.Minute); err != nil || ended.Load() != 1 {
+		t.Errorf("ReleaseStoring with an observer = %v, %d release events that end the lock; want 1", err, ended.Load())
 	}
 	if v := value(t, e.rdb, key); v != "" {
 		t.Errorf("the lock was taken: %q", v)

@@ -118,7 +118,13 @@ func (l *Lock) setUntil(sent time.Time, ttl time.Duration) {
 // does after EOF and most timeouts), the resent one finds the lock gone and
 // Release reports ErrNotHeld although the first one released it: either
 // way, the lock is no longer held.
-func (l *Lock) Release(ctx context.Context) (err error) {
+func (l *Lock) Release(ctx context.Context) error {
+	return l.release(ctx, l.releaseOp())
+}
+
+// release sends o, a release of l (Release, ReleaseStoring), and ends l
+// if it released it or found it gone.
+func (l *Lock) release(ctx context.Context, o op) (err error) {
 	if l.obs != nil {
 		ctx = l.startCall(ctx, EventRelease)
 		defer l.observeRelease(ctx, time.Now(), &err)
@@ -126,7 +132,7 @@ func (l *Lock) Release(ctx context.Context) (err error) {
 	if err := l.check("release"); err != nil {
 		return err
 	}
-	r, err := l.client.call(ctx, l.releaseOp())
+	r, err := l.client.call(ctx, o)
 	if err != nil {
 		return err
 	}
