@@ -190,14 +190,21 @@ func (r *renewer) due(now time.Time) (batch, expired []*Lock, wait time.Duration
 // a goroutine of its own, tracked by the Client.
 func (r *renewer) refresh(batch []*Lock) {
 	defer r.c.wg.Done()
-	// One attempt gets a sixth of the shortest ttl: go-redis would go on
+	// One attempt gets a sixth of the shortest ttl (on a Redlock, at least
+	// the node timeout): go-redis would go on
 	// retrying a dead server for seconds, on an old Cluster slot map, while
 	// a fresh attempt a little later finds the new primary.
 	shortest := batch[0].renew.sent()
 	for _, l := range batch[1:] {
 		shortest = min(shortest, l.renew.sent())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(shortest/6, minRefreshTimeout))
+	timeout := max(shortest/6, minRefreshTimeout)
+	if q := r.c.quorum; q != nil {
+		// A Redlock round gives each node the node timeout: a batch cut
+		// shorter would fail on nodes that are slow, not dead.
+		timeout = max(timeout, q.timeout)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	sent := time.Now()
 	r.c.refreshMany(ctx, batch, func(locks []*Lock, results []refreshResult) {

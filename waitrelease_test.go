@@ -23,8 +23,9 @@ func TestWaitRelease(t *testing.T) {
 		holder := mustObtain(t, e.locker, key, time.Minute)
 		watcher := newLocker(t, e.srv.Client())
 		done := make(chan error, 1)
+		before := watchers(e, key)
 		go func() { done <- watcher.WaitRelease(timeout(t, 30*time.Second), key) }()
-		waitWatching(t, e, key)
+		waitWatching(t, e, key, before)
 		next := make(chan *dlock.Lock, 1)
 		if queued {
 			go func() {
@@ -74,8 +75,9 @@ func TestWaitReleaseEnds(t *testing.T) {
 	}
 	closed := newLocker(t, e.srv.Client())
 	done := make(chan error, 1)
+	before := watchers(e, key)
 	go func() { done <- closed.WaitRelease(timeout(t, 30*time.Second), key) }()
-	waitWatching(t, e, key)
+	waitWatching(t, e, key, before)
 	closed.Close()
 	if err := <-done; !errors.Is(err, dlock.ErrClosed) {
 		t.Errorf("WaitRelease on a Client closed meanwhile = %v, want ErrClosed", err)
@@ -103,10 +105,18 @@ func TestWaitReleaseRedlock(t *testing.T) {
 }
 
 // waitWatching waits until someone listens on the watch channel of key.
-func waitWatching(t *testing.T, e *env, key string) {
+func waitWatching(t *testing.T, e *env, key string, before int64) {
 	t.Helper()
 	channel := "dlock:watch{" + key + "}"
-	eventually(t, 5*time.Second, "a subscriber of "+channel, func() bool {
-		return e.rdb.PubSubNumSub(context.Background(), channel).Val()[channel] > 0
+	eventually(t, 5*time.Second, "a new subscriber of "+channel, func() bool {
+		return watchers(e, key) > before
 	})
+}
+
+// watchers returns how many connections subscribe to the watch channel of
+// key: a WaitRelease that returned leaves its Client's subscription to
+// linger, so a test waits for one more than it found.
+func watchers(e *env, key string) int64 {
+	channel := "dlock:watch{" + key + "}"
+	return e.rdb.PubSubNumSub(context.Background(), channel).Val()[channel]
 }

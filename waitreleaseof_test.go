@@ -23,10 +23,11 @@ func TestWaitReleaseOf(t *testing.T) {
 		t.Errorf("WaitReleaseOf with no fingerprint = %v, want ErrInvalidOption", err)
 	}
 	done := make(chan error, 1)
+	before := watchers(e, key)
 	go func() {
 		done <- newLocker(t, e.srv.Client()).WaitReleaseOf(timeout(t, 30*time.Second), key, holder.Fingerprint())
 	}()
-	waitWatching(t, e, key)
+	waitWatching(t, e, key, before)
 	next := make(chan *dlock.Lock, 1)
 	go func() {
 		lock, err := newLocker(t, e.srv.Client()).Obtain(timeout(t, 30*time.Second), key, time.Minute)
