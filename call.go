@@ -16,6 +16,13 @@ func (c *Client) call(ctx context.Context, o op) (reply, error) {
 	if ctx.Done() == nil || c.quorum != nil { // a quorum bounds its own calls
 		return c.run(ctx, o)
 	}
+	return c.callBounded(ctx, o)
+}
+
+// callBounded is call for a context that can end. It is a function of its
+// own because its closures capture o: in call, that would move o to the
+// heap on the direct path too.
+func (c *Client) callBounded(ctx context.Context, o op) (reply, error) {
 	var late func(reply, error)
 	if o.isAcquire() {
 		late = func(r reply, err error) {

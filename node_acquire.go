@@ -34,16 +34,12 @@ func (n *node) acquireAcked(ctx context.Context, o op) (reply, error) {
 	var acks int64
 	for _, withSource := range []bool{false, true} {
 		pipe := primary.Pipeline()
-		var eval *redis.Cmd
-		if withSource {
-			eval = pipe.Eval(ctx, o.script.src, o.keys, o.args...)
-		} else {
-			eval = pipe.EvalSha(ctx, o.script.sha, o.keys, o.args...)
-		}
+		eval := evalCmd(ctx, o, withSource)
+		_ = pipe.Process(ctx, eval)
 		wait := pipe.Do(ctx, "WAIT", n.ack.replicas, n.ack.timeout.Milliseconds())
 		_, _ = pipe.Exec(ctx)
 		v, err = eval.Result()
-		if !errors.Is(err, redis.ErrNoScript) {
+		if !noScript(err) {
 			acks, _ = wait.Int64()
 			break
 		}
