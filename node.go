@@ -29,6 +29,8 @@ type node struct {
 	// once for the scripts' ARGV
 	counted any
 
+	batch batcher // the script calls of this Client to this node
+
 	reloaded atomic.Int64            // Cluster: when the slot map was last reloaded, unix nanoseconds
 	failure  atomic.Pointer[failure] // the last failure the Redis client met (see noteFailures)
 }

@@ -171,7 +171,7 @@ func (n *node) exec(ctx context.Context, o op) (reply, error) {
 	if o.script == nil {
 		return reply{}, n.wrap(o.name, o.key(), fmt.Errorf("no script: not an operation of this package"))
 	}
-	v, err := n.eval(ctx, o)
+	v, err := n.send(ctx, o)
 	if err != nil {
 		return reply{}, n.wrap(o.name, o.key(), err)
 	}
