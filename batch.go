@@ -8,15 +8,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// batchLanes is how many script calls of a Client one node has in flight at
-// once, each alone or as a pipeline of the calls that queued meanwhile. One
+// batchLanes is how many calls of a Client one node has in flight at once, each alone or as a pipeline of the calls that queued meanwhile. One
 // lane leaves the round trip of the lone call idle while the next batch
 // gathers; two keep the server and the client busy at once on two cores;
 // more only cut the batches smaller (docs/benchmarks.md has the figures).
 const batchLanes = 2
 
-// batcher sends a node's script calls together when they come together
-// (natural batching): a call that finds a lane free is sent at once, alone,
+// batcher sends a node's calls together when they come together (natural
+// batching): its scripts, and a Redlock node's SET NX acquires. (An acquire
+// WithReplicaAck is not batched: its WAIT must follow it on the same
+// connection, and covers the writes sent before it there.) a call that finds a lane free is sent at once, alone,
 // just as without batching, so a lone caller waits for nothing and no timer
 // is involved; calls that find every lane busy queue, and when a lane frees
 // the first of them takes the whole queue and sends it as one pipeline.
@@ -36,10 +37,15 @@ type batcher struct {
 	calls sync.Pool    // of *batchCall, so that a queued call allocates nothing of its own
 }
 
-// batchCall is one call queued in a batcher.
+// batchCall is one call on a node: an EVALSHA of an op's script, or a
+// node's own commands (see node.acquireFenceless). Calls are pooled: one
+// that queues allocates nothing of its own.
 type batchCall struct {
 	o   op
-	cmd *redis.Cmd
+	cmd *redis.Cmd // the EVALSHA of o's script (or its EVAL); nil for cmds
+	// cmds: commands that need no fallback, sent as they are; nil for an
+	// EVALSHA
+	cmds []redis.Cmder
 	// lead: the calls it was woken to send, itself first; nil when it was
 	// woken with its reply
 	lead []*batchCall
@@ -49,20 +55,38 @@ type batchCall struct {
 // send runs o's script on the node, alone or in a batch, and returns its
 // reply.
 func (n *node) send(ctx context.Context, o op) (any, error) {
+	call := n.batch.get()
+	call.o, call.cmd = o, evalCmd(ctx, o, false)
+	n.do(ctx, call)
+	v, err := call.cmd.Result()
+	n.batch.put(call)
+	return v, err
+}
+
+// sendCmds runs cmds on the node, alone (as one pipeline) or in a batch;
+// each command keeps its own reply or error.
+func (n *node) sendCmds(ctx context.Context, cmds ...redis.Cmder) {
+	call := n.batch.get()
+	call.cmds = append(call.cmds, cmds...)
+	n.do(ctx, call)
+	n.batch.put(call)
+}
+
+// do runs call at once if a lane is free, else in the batch it joins.
+func (n *node) do(ctx context.Context, call *batchCall) {
 	b := &n.batch
 	b.mu.Lock()
 	if b.busy < batchLanes {
 		b.busy++
 		b.mu.Unlock()
-		v, err := n.eval(ctx, o)
+		if call.cmd != nil {
+			n.eval(ctx, call)
+		} else {
+			n.pipeline(ctx, []*batchCall{call})
+		}
 		b.handOff()
-		return v, err
+		return
 	}
-	call, _ := b.calls.Get().(*batchCall)
-	if call == nil {
-		call = &batchCall{wake: make(chan struct{}, 1)}
-	}
-	call.o, call.cmd = o, evalCmd(ctx, o, false)
 	b.queue = append(b.queue, call)
 	b.mu.Unlock()
 
@@ -71,10 +95,20 @@ func (n *node) send(ctx context.Context, o op) (any, error) {
 		n.sendBatch(ctx, call.lead)
 		b.handOff()
 	}
-	v, err := call.cmd.Result()
-	*call = batchCall{wake: call.wake}
+}
+
+func (b *batcher) get() *batchCall {
+	if call, ok := b.calls.Get().(*batchCall); ok {
+		return call
+	}
+	return &batchCall{wake: make(chan struct{}, 1)}
+}
+
+// put returns call to the pool, once its caller has read its replies.
+func (b *batcher) put(call *batchCall) {
+	clear(call.cmds)
+	*call = batchCall{wake: call.wake, cmds: call.cmds[:0]}
 	b.calls.Put(call)
-	return v, err
 }
 
 // handOff frees the caller's lane: the first queued call gets it, with the
@@ -111,16 +145,20 @@ func (n *node) sendBatch(ctx context.Context, calls []*batchCall) {
 }
 
 // pipeline runs the calls' commands in one pipeline, each keeping its own
-// reply or error, with what eval does for one: the calls that could not
+// reply or error, with what eval does for one EVALSHA: those that could not
 // reach a Cluster's primary go again after a reload of the slot map, and
 // those whose script the server lacks go again with EVAL.
 func (n *node) pipeline(ctx context.Context, calls []*batchCall) {
 	pipe := n.rdb.Pipeline()
 	for _, call := range calls {
-		_ = pipe.Process(ctx, call.cmd)
+		if call.cmd != nil {
+			_ = pipe.Process(ctx, call.cmd)
+		} else {
+			_ = pipe.BatchProcess(ctx, call.cmds...)
+		}
 	}
 	_, _ = pipe.Exec(ctx) // each command keeps its own error
-	if slices.ContainsFunc(calls, func(c *batchCall) bool { return neverSent(c.cmd.Err()) }) && n.reloadSlots(ctx) {
+	if slices.ContainsFunc(calls, func(c *batchCall) bool { return c.cmd != nil && neverSent(c.cmd.Err()) }) && n.reloadSlots(ctx) {
 		n.resend(ctx, calls, neverSent, false)
 	}
 	n.resend(ctx, calls, noScript, true)
@@ -131,7 +169,7 @@ func (n *node) pipeline(ctx context.Context, calls []*batchCall) {
 func (n *node) resend(ctx context.Context, calls []*batchCall, which func(error) bool, withSource bool) {
 	var pipe redis.Pipeliner
 	for _, call := range calls {
-		if !which(call.cmd.Err()) {
+		if call.cmd == nil || !which(call.cmd.Err()) {
 			continue
 		}
 		if pipe == nil {

@@ -71,21 +71,20 @@ func (n *node) primaryFor(ctx context.Context, key string) (*redis.Client, error
 	return nil, fmt.Errorf("WithReplicaAck needs a *redis.Client or *redis.ClusterClient, not %T", n.rdb)
 }
 
-// eval runs o's script with EVALSHA. When the server does not have the
-// script (it was restarted, or someone ran SCRIPT FLUSH) it sends the
-// source with EVAL, which also caches it for the next EVALSHA.
-func (n *node) eval(ctx context.Context, o op) (any, error) {
-	cmd := evalCmd(ctx, o, false)
-	err := n.rdb.Process(ctx, cmd)
+// eval runs call's EVALSHA alone. When the server does not have the script
+// (it was restarted, or someone ran SCRIPT FLUSH) it sends the source with
+// EVAL, which also caches it for the next EVALSHA. call.cmd is the last
+// command sent.
+func (n *node) eval(ctx context.Context, call *batchCall) {
+	err := n.rdb.Process(ctx, call.cmd)
 	if neverSent(err) && n.reloadSlots(ctx) {
-		cmd = evalCmd(ctx, o, false) // to the slot's new primary
-		err = n.rdb.Process(ctx, cmd)
+		call.cmd = evalCmd(ctx, call.o, false) // to the slot's new primary
+		err = n.rdb.Process(ctx, call.cmd)
 	}
 	if noScript(err) {
-		cmd = evalCmd(ctx, o, true)
-		_ = n.rdb.Process(ctx, cmd)
+		call.cmd = evalCmd(ctx, call.o, true)
+		_ = n.rdb.Process(ctx, call.cmd)
 	}
-	return cmd.Result()
 }
 
 // evalCmd returns the EVALSHA of o's script, or with withSource the EVAL of

@@ -88,9 +88,7 @@ func (n *node) acquireFenceless(ctx context.Context, o op) (reply, error) {
 		"pexpire", sideArg, ttlArg, "gt",
 	}
 	setCmd := redis.NewBoolCmd(ctx, args[0:6:6]...)
-	pipe := n.rdb.Pipeline()
-	_ = pipe.BatchProcess(ctx, setCmd, redis.NewBoolCmd(ctx, args[6:12:12]...), redis.NewCmd(ctx, args[12:16:16]...))
-	_, _ = pipe.Exec(ctx)
+	n.sendCmds(ctx, setCmd, redis.NewBoolCmd(ctx, args[6:12:12]...), redis.NewCmd(ctx, args[12:16:16]...))
 	set, err := setCmd.Result()
 	switch {
 	case err != nil:
