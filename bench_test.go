@@ -2,6 +2,7 @@ package dlock_test
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +25,9 @@ import (
 //
 // Rows are named lib=.../mode=... so that benchstat -col /lib puts them side
 // by side; mode=serial is one goroutine, mode=parallel is GOMAXPROCS
-// goroutines with a key each.
+// goroutines with a key each, mode=g8 and mode=g64 are 8 and 64 goroutines
+// (rounded up to a multiple of GOMAXPROCS) with a key each: where concurrent
+// calls of a Client go out together (natural batching).
 //
 //	dlock          TryObtain + Release, context.Background()
 //	dlock-cancel   the same with a cancellable context: each call runs in a
@@ -117,19 +120,14 @@ func BenchmarkCycle(b *testing.B) {
 			}
 			b.ReportMetric((serverCPU(b, rdb)-cpu)/float64(b.N), "redis-cpu-µs/op")
 		})
-		b.Run("lib="+row.lib+"/mode=parallel", func(b *testing.B) {
-			var worker atomic.Int64
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				key := "bench:" + row.lib + ":" + strconv.FormatInt(worker.Add(1), 10)
-				for pb.Next() {
-					if err := cycle(row.ctx, key); err != nil {
-						b.Error(err)
-						return
-					}
-				}
+		for _, mode := range []struct {
+			name       string
+			goroutines int // 0: GOMAXPROCS
+		}{{"parallel", 0}, {"g8", 8}, {"g64", 64}} {
+			b.Run("lib="+row.lib+"/mode="+mode.name, func(b *testing.B) {
+				benchParallel(b, mode.goroutines, row.lib, func(key string) error { return cycle(row.ctx, key) })
 			})
-		})
+		}
 	}
 }
 
@@ -151,6 +149,24 @@ func serverCPU(b *testing.B, rdb *redis.Client) float64 {
 		}
 	}
 	return total
+}
+
+// benchParallel runs cycle in goroutines goroutines (0: GOMAXPROCS, else
+// rounded up to a multiple of it), each on a key of its own.
+func benchParallel(b *testing.B, goroutines int, name string, cycle func(key string) error) {
+	var worker atomic.Int64
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism(max(1, (goroutines+procs-1)/procs))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		key := "bench:" + name + ":" + strconv.FormatInt(worker.Add(1), 10)
+		for pb.Next() {
+			if err := cycle(key); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
 
 // BenchmarkRWMutexWriterUnderReaders measures how long a writer waits for

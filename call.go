@@ -19,8 +19,9 @@ func (c *Client) call(ctx context.Context, o op) (reply, error) {
 	return c.callBounded(ctx, o)
 }
 
-// callBounded is call for a context that can end. (Apart, so that only
-// this path moves o to the heap for its closures.)
+// callBounded is call for a context that can end. It is a function of its
+// own because its closures capture o: in call, that would move o to the
+// heap on the direct path too.
 func (c *Client) callBounded(ctx context.Context, o op) (reply, error) {
 	var late func(reply, error)
 	if o.isAcquire() {

@@ -251,7 +251,9 @@ func checkTTL(ttl time.Duration) error {
 func (c *Client) try(ctx context.Context, a attempt, cfg obtainConfig) (lock *Lock, r reply, err error) {
 	key := a.keys[0]
 	sent := time.Now()
-	r, err = c.call(ctx, a.op())
+	o := a.op()
+	a.keyArgs = a.boxedKeys(o) // for the Lock's calls, and for the take-back
+	r, err = c.call(ctx, o)
 	if err != nil {
 		if replyLost(err) {
 			// The script may have run before the reply was lost.

@@ -32,7 +32,10 @@
 //     long as the server's clock does not step backwards.
 //   - Acquire, release and refresh are one round trip each. Scripts run with
 //     EVALSHA and fall back to EVAL when the server lost them (restart,
-//     SCRIPT FLUSH).
+//     SCRIPT FLUSH). Concurrent calls of one Client share round trips: those
+//     that come while two calls are in flight on their node go out together,
+//     as one pipeline, each with its own reply or error; a lone call is sent
+//     at once.
 //   - Every call returns by the time its context is done, even if Redis hangs.
 //     An acquire whose reply is lost, or arrives after its caller gave up, is
 //     released in the background (Close waits for that).

@@ -71,11 +71,17 @@ func (c *Client) withFailures(err error, key string) error {
 // answer (a reply, even an error reply about the command), which means that
 // Redis serves again. A context that ended tells neither.
 func (n *node) note(err error) {
+	if err == nil { // the common case, without the allocation of errors.As
+		if n.failure.Load() != nil {
+			n.failure.Store(nil)
+		}
+		return
+	}
 	var reply redis.Error
 	switch {
 	case unavailable(err):
 		n.failure.Store(&failure{err: err, at: time.Now()})
-	case err == nil || errors.As(err, &reply):
+	case errors.As(err, &reply):
 		if n.failure.Load() != nil {
 			n.failure.Store(nil)
 		}

@@ -65,5 +65,5 @@ func (f *fenceRaise) run(ctx context.Context) (int64, bool) {
 // op returns the raise of the fence on a node: fence 0 hands one out, any
 // other stores it (see raise_fence.lua).
 func (f *fenceRaise) op(fence int64) op {
-	return op{name: "acquire", script: f.kind.raiseFence, keys: f.kind.scriptKeys(f.keys), args: []any{f.token, fence, fenceTag(f.token)}}
+	return op{name: "acquire", keys: f.kind.scriptKeys(f.keys)}.withScript(f.kind.raiseFence, nil, f.token, fence, fenceTag(f.token))
 }

@@ -84,8 +84,10 @@ func (l *Lock) ReleaseStoring(ctx context.Context, key string, value []byte, ttl
 	if err := checkTTL(ttl); err != nil {
 		return err
 	}
-	o := l.releaseOp()
-	o.keys = append(append(make([]string, 0, 5), l.keys[:4]...), key)
-	o.args = append(o.args, value, ttl.Milliseconds())
+	// release.lua's ARGV, then the value and its ttl; the lock's keys but
+	// a guard, then the key to store at
+	o := op{name: "release", keys: append(append(make([]string, 0, 5), l.keys[:4]...), key), onQuorum: (*quorum).release, after: l.stragglers}
+	boxed := l.keyArgs[:min(4, len(l.keyArgs))]
+	o = o.withScript(l.kind.release, boxed, l.arg, "", int64(0), fairLeaseMillis, "", l.client.counted(), value, ttl.Milliseconds())
 	return l.release(ctx, o)
 }

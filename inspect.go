@@ -321,12 +321,12 @@ func lockKeyOf(kind, side string) (string, bool) {
 // inspectOp returns the inspection of the lock, semaphore or RW lock named
 // key (see inspect.lua).
 func inspectOp(key string) op {
-	return op{name: "inspect", script: inspectScript, keys: holdKeys(key), decode: decodeInspect, onQuorum: (*quorum).inspect}
+	return op{name: "inspect", keys: holdKeys(key), decode: decodeInspect, onQuorum: (*quorum).inspect}.withScript(inspectScript, nil)
 }
 
 // forceReleaseOp returns the force release of whatever hold is named key.
 func forceReleaseOp(key string) op {
-	return op{name: "force-release", script: forceReleaseScript, keys: holdKeys(key), onQuorum: (*quorum).forceRelease}
+	return op{name: "force-release", keys: holdKeys(key), onQuorum: (*quorum).forceRelease}.withScript(forceReleaseScript, nil)
 }
 
 // decodeInspect reads inspect.lua's reply: {state, token, pttl, fence,

@@ -53,9 +53,12 @@ var lockKind = &holdKind{
 // attempt is one acquire of a hold: what a waiter changes between its
 // tries, and what a failed or abandoned acquire is taken back with.
 type attempt struct {
-	kind  *holdKind
-	keys  []string // the scripts' KEYS (see Client.keys)
-	token string   // the holder's token, for the Lock
+	kind *holdKind
+	keys []string // the scripts' KEYS (see Client.keys)
+	// keyArgs: the first of keys as the acquire boxed them, once it was
+	// made (see op.withScript); nil before
+	keyArgs []any
+	token   string // the holder's token, for the Lock
 	// arg is the holder's name in Redis, boxed once for the scripts' ARGV:
 	// the token for a lock, class and token for a shared hold
 	arg   any
@@ -109,20 +112,14 @@ func (a attempt) queued() bool { return a.fair || a.lease > 0 }
 // op returns the acquire of this attempt.
 func (a attempt) op() op {
 	o := op{name: "acquire", keys: a.keys, ttl: a.ttl, acq: a, onNode: (*node).acquire, onQuorum: (*quorum).acquire}
-	if a.queued() || a.kind.acquire == nil {
-		o.script, o.args = a.kind.queueAcquire, a.queueArgs()
-	} else {
-		o.script, o.keys, o.args = a.kind.acquire, a.keys[:2], []any{a.arg, a.ttl.Milliseconds()}
+	if !a.queued() && a.kind.acquire != nil {
+		o.keys = a.keys[:2]
+		boxed := a.keyArgs
 		if a.guarded != nil {
-			o.keys = a.guarded
+			o.keys, boxed = a.guarded, boxed[:min(2, len(boxed))]
 		}
+		return o.withScript(a.kind.acquire, boxed, a.arg, a.ttl.Milliseconds())
 	}
-	return o
-}
-
-// queueArgs returns the ARGV of the queued acquire (queue_acquire.lua,
-// hold_acquire.lua).
-func (a attempt) queueArgs() []any {
 	mode, woken := "", ""
 	if !a.fair {
 		mode = "barge"
@@ -130,10 +127,23 @@ func (a attempt) queueArgs() []any {
 	if a.woken {
 		woken = "1"
 	}
+	// the ARGV of queue_acquire.lua and hold_acquire.lua
 	if a.limit != nil {
-		return []any{a.arg, a.ttl.Milliseconds(), a.lease.Milliseconds(), a.notify, mode, woken, a.limit}
+		return o.withScript(a.kind.queueAcquire, a.keyArgs, a.arg, a.ttl.Milliseconds(), a.lease.Milliseconds(), a.notify, mode, woken, a.limit)
 	}
-	return []any{a.arg, a.ttl.Milliseconds(), a.lease.Milliseconds(), a.notify, mode, woken}
+	return o.withScript(a.kind.queueAcquire, a.keyArgs, a.arg, a.ttl.Milliseconds(), a.lease.Milliseconds(), a.notify, mode, woken)
+}
+
+// boxedKeys returns the keys that o, an op of this attempt, boxed in its
+// argv, as far as they stand where the attempt's own keys do (a first try
+// WithGuard sends the guard key third): those its later ops may reuse.
+func (a attempt) boxedKeys(o op) []any {
+	boxed := o.keyArgs()
+	n := 0
+	for n < len(boxed) && n < len(a.keys) && o.keys[n] == a.keys[n] {
+		n++
+	}
+	return boxed[:n:n]
 }
 
 // undo returns the operation that takes back what the attempt may have
@@ -148,24 +158,24 @@ func (a attempt) undo(quiet bool) op {
 	case quiet:
 		mode = "quiet"
 	}
-	return releaseOp(a.kind, a.keys, a.arg, mode, ttl, a.notify, a.counted, a.limit)
+	return releaseOp(a.kind, a.keys, a.keyArgs, a.arg, mode, ttl, a.notify, a.counted, a.limit)
 }
 
 // releaseOp returns the release of the holding arg (mode "") or, with
 // mode "leave", a waiter's leave (see release.lua and hold_release.lua for
-// the ARGV). limit is a semaphore's, nil for other kinds.
-func releaseOp(kind *holdKind, keys []string, arg any, mode string, ttl time.Duration, notify string, counted, limit any) op {
-	args := []any{arg, mode, ttl.Milliseconds(), fairLeaseMillis, notify, counted}
-	if limit != nil {
-		args = append(args, limit)
-	}
-	o := op{name: "release", script: kind.release, keys: keys, args: args}
+// the ARGV). boxed are keys boxed already (see op.withScript); limit is a
+// semaphore's, nil for other kinds.
+func releaseOp(kind *holdKind, keys []string, boxed []any, arg any, mode string, ttl time.Duration, notify string, counted, limit any) op {
+	o := op{name: "release", keys: keys}
 	if mode == "leave" {
 		o.name = "leave" // a quorum has no queue to leave
 	} else {
 		o.onQuorum = (*quorum).release
 	}
-	return o
+	if limit != nil {
+		return o.withScript(kind.release, boxed, arg, mode, ttl.Milliseconds(), fairLeaseMillis, notify, counted, limit)
+	}
+	return o.withScript(kind.release, boxed, arg, mode, ttl.Milliseconds(), fairLeaseMillis, notify, counted)
 }
 
 // fairLeaseMillis is FairLease for the scripts' ARGV, boxed once: never
@@ -185,23 +195,24 @@ func (c *Client) counted() any {
 // The operations of a Lock, of whatever kind: through its kind's scripts.
 
 func (l *Lock) releaseOp() op {
-	o := releaseOp(l.kind, l.keys, l.arg, "", 0, "", l.client.counted(), l.limit)
+	o := releaseOp(l.kind, l.keys, l.keyArgs, l.arg, "", 0, "", l.client.counted(), l.limit)
 	o.after = l.stragglers
 	return o
 }
 
 func (l *Lock) refreshOp(ttl time.Duration) op {
-	return op{name: "refresh", script: l.kind.refresh, keys: l.kind.scriptKeys(l.keys), args: []any{l.arg, ttl.Milliseconds()},
-		ttl: ttl, after: l.stragglers, onQuorum: (*quorum).refresh}
+	o := op{name: "refresh", keys: l.kind.scriptKeys(l.keys), ttl: ttl, after: l.stragglers, onQuorum: (*quorum).refresh}
+	return o.withScript(l.kind.refresh, l.keyArgs, l.arg, ttl.Milliseconds())
 }
 
 func (l *Lock) ttlOp() op {
-	return op{name: "ttl", script: l.kind.ttl, keys: l.kind.scriptKeys(l.keys), args: []any{l.arg}, after: l.stragglers, onQuorum: (*quorum).ttl}
+	o := op{name: "ttl", keys: l.kind.scriptKeys(l.keys), after: l.stragglers, onQuorum: (*quorum).ttl}
+	return o.withScript(l.kind.ttl, l.keyArgs, l.arg)
 }
 
 // attempt returns an acquire that l's holding may be taken back with.
 func (l *Lock) attempt() attempt {
-	return attempt{kind: l.kind, keys: l.keys, token: l.token, arg: l.arg, ttl: l.currentTTL(), counted: l.client.counted(), limit: l.limit}
+	return attempt{kind: l.kind, keys: l.keys, keyArgs: l.keyArgs, token: l.token, arg: l.arg, ttl: l.currentTTL(), counted: l.client.counted(), limit: l.limit}
 }
 
 // wrongTypeError is the error of an acquire of this kind on a key that

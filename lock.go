@@ -20,12 +20,15 @@ type Lock struct {
 	key    string
 	token  string
 	fence  int64
-	keys   []string     // the scripts' KEYS, from the acquire
-	arg    any          // the holder's name in Redis, boxed once for the scripts' ARGV (see attempt)
-	limit  any          // a semaphore's limit, boxed; nil for other kinds
-	ttl    atomic.Int64 // of the acquire or the last Refresh, and of every automatic refresh
-	until  atomic.Int64 // validity deadline, nanoseconds after client.epoch
-	gone   atomic.Bool  // released, or found not held: no need to ask Redis again
+	keys   []string // the scripts' KEYS, from the acquire
+	// the first of keys as the acquire boxed them, for the ARGV of its
+	// later calls (see op.withScript)
+	keyArgs []any
+	arg     any          // the holder's name in Redis, boxed once for the scripts' ARGV (see attempt)
+	limit   any          // a semaphore's limit, boxed; nil for other kinds
+	ttl     atomic.Int64 // of the acquire or the last Refresh, and of every automatic refresh
+	until   atomic.Int64 // validity deadline, nanoseconds after client.epoch
+	gone    atomic.Bool  // released, or found not held: no need to ask Redis again
 
 	mu      sync.Mutex
 	err     error                   // why the lock ended: ErrReleased or ErrLockLost; nil while held
@@ -45,7 +48,7 @@ type Lock struct {
 // newLock returns the Lock that the acquire a obtained, with the fence it
 // got. It keeps the acquire's keys and boxed name for its own calls.
 func (c *Client) newLock(a attempt, fence int64, sent time.Time) *Lock {
-	l := &Lock{client: c, kind: a.kind, key: a.keys[0], token: a.token, fence: fence, keys: a.keys, arg: a.arg, limit: a.limit}
+	l := &Lock{client: c, kind: a.kind, key: a.keys[0], token: a.token, fence: fence, keys: a.keys, keyArgs: a.keyArgs, arg: a.arg, limit: a.limit}
 	l.ttl.Store(int64(a.ttl))
 	l.setUntil(sent, a.ttl)
 	return l

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -28,7 +29,9 @@ type node struct {
 	// once for the scripts' ARGV
 	counted any
 
-	obs      *observers              // WithObserver: told of node errors; nil without one
+	obs   *observers // WithObserver: told of node errors; nil without one
+	batch batcher    // the script calls of this Client to this node
+
 	reloaded atomic.Int64            // Cluster: when the slot map was last reloaded, unix nanoseconds
 	failure  atomic.Pointer[failure] // the last failure the Redis client met (see noteFailures)
 }
@@ -69,18 +72,44 @@ func (n *node) primaryFor(ctx context.Context, key string) (*redis.Client, error
 	return nil, fmt.Errorf("WithReplicaAck needs a *redis.Client or *redis.ClusterClient, not %T", n.rdb)
 }
 
-// eval runs s with EVALSHA. When the server does not have the script (it was
-// restarted, or someone ran SCRIPT FLUSH) it sends the source with EVAL,
-// which also caches it for the next EVALSHA.
-func (n *node) eval(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
-	v, err := n.rdb.EvalSha(ctx, s.sha, keys, args...).Result()
+// eval runs call's EVALSHA alone. When the server does not have the script
+// (it was restarted, or someone ran SCRIPT FLUSH) it sends the source with
+// EVAL, which also caches it for the next EVALSHA. call.cmd is the last
+// command sent.
+func (n *node) eval(ctx context.Context, call *batchCall) {
+	err := n.rdb.Process(ctx, call.cmd)
 	if neverSent(err) && n.reloadSlots(ctx) {
-		v, err = n.rdb.EvalSha(ctx, s.sha, keys, args...).Result() // the slot's new primary
+		call.cmd = evalCmd(ctx, call.o, false) // to the slot's new primary
+		err = n.rdb.Process(ctx, call.cmd)
 	}
-	if errors.Is(err, redis.ErrNoScript) {
-		v, err = n.rdb.Eval(ctx, s.src, keys, args...).Result()
+	if noScript(err) {
+		call.cmd = evalCmd(ctx, call.o, true)
+		_ = n.rdb.Process(ctx, call.cmd)
 	}
-	return v, err
+}
+
+// evalCmd returns the EVALSHA of o's script, or with withSource the EVAL of
+// its source, built on o.argv: go-redis's EvalSha boxes the digest and
+// every key anew each time, and copies the arguments into a new slice.
+func evalCmd(ctx context.Context, o op, withSource bool) *redis.Cmd {
+	argv := o.argv
+	if withSource {
+		argv = slices.Clone(argv) // o.argv may be in use by other nodes' calls
+		argv[0], argv[1] = "eval", o.script.srcArg
+	}
+	cmd := redis.NewCmd(ctx, argv...)
+	if len(o.keys) > 0 {
+		cmd.SetFirstKeyPos(3) // a Cluster routes it by its first key
+	}
+	return cmd
+}
+
+// noScript reports whether err is Redis's NOSCRIPT: the server does not have
+// the script. go-redis gives it as ErrNoScript from EvalSha, and as the
+// server's error reply from Process and pipelines, which it matches by
+// prefix itself (redis.HasErrorPrefix).
+func noScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
 // neverSent reports whether err is a failure to connect: the command never

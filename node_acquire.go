@@ -34,16 +34,12 @@ func (n *node) acquireAcked(ctx context.Context, o op) (reply, error) {
 	var acks int64
 	for _, withSource := range []bool{false, true} {
 		pipe := primary.Pipeline()
-		var eval *redis.Cmd
-		if withSource {
-			eval = pipe.Eval(ctx, o.script.src, o.keys, o.args...)
-		} else {
-			eval = pipe.EvalSha(ctx, o.script.sha, o.keys, o.args...)
-		}
+		eval := evalCmd(ctx, o, withSource)
+		_ = pipe.Process(ctx, eval)
 		wait := pipe.Do(ctx, "WAIT", n.ack.replicas, n.ack.timeout.Milliseconds())
 		_, _ = pipe.Exec(ctx)
 		v, err = eval.Result()
-		if !errors.Is(err, redis.ErrNoScript) {
+		if !noScript(err) {
 			acks, _ = wait.Int64()
 			break
 		}
@@ -70,7 +66,7 @@ func (n *node) acquireAcked(ctx context.Context, o op) (reply, error) {
 // for nothing, as a minority of nodes that have not seen the last release
 // yet is common and does not stop a quorum.
 func (n *node) acquireFenceless(ctx context.Context, o op) (reply, error) {
-	key, side, token := o.key(), o.acq.keys[1], o.acq.arg
+	key, token := o.key(), o.acq.arg
 	// SetNX's reply is a bool, so a lock found held is no redis.Nil error,
 	// which go-redis would examine at length for a retry. The side key is
 	// how Scan finds the lock: created empty if it is missing (a fence
@@ -79,11 +75,20 @@ func (n *node) acquireFenceless(ctx context.Context, o op) (reply, error) {
 	// On a lock held by another, the two change nothing that matters. Their
 	// own errors are ignored: Redis before 7.0 has no PEXPIRE GT, and the
 	// side key only helps Scan.
-	pipe := n.rdb.Pipeline()
-	setCmd := pipe.SetNX(ctx, key, token, o.ttl)
-	pipe.SetNX(ctx, side, "", o.ttl)
-	pipe.Do(ctx, "PEXPIRE", side, o.ttl.Milliseconds(), "GT")
-	_, _ = pipe.Exec(ctx)
+	// The commands are built here rather than with SetNX and Do, which box
+	// the keys and the ttl once per command, in a slice each, and grow the
+	// pipeline's slice one command at a time: a Redlock cycle does this on
+	// every node. The keys come boxed from o's argv (see op.keyArgs).
+	boxed := o.keyArgs()
+	keyArg, sideArg := boxed[0], boxed[1]
+	var ttlArg any = o.ttl.Milliseconds()
+	args := [...]any{
+		"set", keyArg, token, "px", ttlArg, "nx",
+		"set", sideArg, "", "px", ttlArg, "nx",
+		"pexpire", sideArg, ttlArg, "gt",
+	}
+	setCmd := redis.NewBoolCmd(ctx, args[0:6:6]...)
+	n.sendCmds(ctx, setCmd, redis.NewBoolCmd(ctx, args[6:12:12]...), redis.NewCmd(ctx, args[12:16:16]...))
 	set, err := setCmd.Result()
 	switch {
 	case err != nil:

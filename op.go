@@ -15,7 +15,11 @@ type op struct {
 	name   string // in errors: "acquire", "release", "refresh", "ttl", "inspect", "force-release"
 	script *script
 	keys   []string
-	args   []any
+	// argv is the whole of EVALSHA's arguments: "evalsha", the digest, the
+	// number of keys, the keys, then the script's ARGV; built once, in one
+	// slice, by withScript, and only read after that (a quorum sends one op
+	// to every node at once)
+	argv []any
 	// decode reads the script's reply; nil for the usual one: an integer,
 	// or {code, value[, head]} (see decodeStatus)
 	decode func(v any) (reply, bool)
@@ -29,6 +33,34 @@ type op struct {
 	ttl   time.Duration // acquire and refresh: what a quorum checks the validity against
 	acq   attempt       // acquire: the attempt, which its take-back is made from
 	after *stragglers   // Redlock calls of a Lock: its acquire's nodes still to answer
+}
+
+// withScript returns o running s with o.keys and args. boxed are the first
+// of o.keys boxed already by an earlier op of the same holding (see
+// op.keyArgs), or nil: boxing a string allocates, and a release has the
+// keys its acquire boxed.
+func (o op) withScript(s *script, boxed []any, args ...any) op {
+	argv := make([]any, 3+len(o.keys)+len(args))
+	argv[0], argv[1], argv[2] = "evalsha", s.shaArg, len(o.keys)
+	for i, key := range o.keys {
+		if i < len(boxed) {
+			argv[3+i] = boxed[i]
+		} else {
+			argv[3+i] = key
+		}
+	}
+	copy(argv[3+len(o.keys):], args)
+	o.script, o.argv = s, argv
+	return o
+}
+
+// keyArgs returns o's keys as boxed in its argv, for later ops of the
+// same holding (see withScript).
+func (o op) keyArgs() []any {
+	if o.argv == nil {
+		return nil
+	}
+	return o.argv[3 : 3+len(o.keys) : 3+len(o.keys)]
 }
 
 // key is the lock key, for messages.
@@ -145,7 +177,7 @@ func (n *node) exec(ctx context.Context, o op) (reply, error) {
 	if o.script == nil {
 		return reply{}, n.wrap(o.name, o.key(), fmt.Errorf("no script: not an operation of this package"))
 	}
-	v, err := n.eval(ctx, o.script, o.keys, o.args...)
+	v, err := n.send(ctx, o)
 	if err != nil {
 		return reply{}, n.wrap(o.name, o.key(), err)
 	}

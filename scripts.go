@@ -63,9 +63,12 @@ var (
 type script struct {
 	src string
 	sha string
+	// src and sha boxed once, for the ARGV of EVAL and EVALSHA (see evalCmd)
+	srcArg, shaArg any
 }
 
 func newScript(src string) *script {
 	sum := sha1.Sum([]byte(src))
-	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+	sha := hex.EncodeToString(sum[:])
+	return &script{src: src, sha: sha, srcArg: src, shaArg: sha}
 }

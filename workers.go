@@ -49,6 +49,13 @@ func (w *workers) do(call nodeCall) {
 		return
 	default:
 	}
+	w.start(call)
+}
+
+// start runs call on a new worker. It is do's slow path, a function of its
+// own so that do does not move call to the heap each time (the goroutines
+// here capture it).
+func (w *workers) start(call nodeCall) {
 	if !w.c.track() {
 		// Closing: no new worker, but the call runs to its end.
 		go func() {
