@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/ctxerr"
 )
 
 // Do runs fn once for key, stores its result, and returns it; later calls
@@ -123,11 +124,11 @@ func (c call) obtain(ctx context.Context, k keys) (*dlock.Lock, error) {
 	case err == nil, errors.Is(err, dlock.ErrGuarded):
 		return lock, err
 	case errors.Is(err, dlock.ErrNotObtained) && ctx.Err() != nil:
-		return nil, fmt.Errorf("%w: %w", ErrInProgress, contextError(ctx))
+		return nil, fmt.Errorf("%w: %w", ErrInProgress, ctxerr.Of(ctx))
 	case errors.Is(err, dlock.ErrNotObtained):
 		return nil, fmt.Errorf("%w: still running after a wait of %v", ErrInProgress, c.wait)
 	case ctx.Err() != nil:
-		return nil, contextError(ctx)
+		return nil, ctxerr.Of(ctx)
 	}
 	return nil, unavailable("lock the key", err)
 }

@@ -1,12 +1,8 @@
 package idempotency
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -22,9 +18,7 @@ type Store struct {
 	locker *dlock.Client // its own, on rdb: closed by Close
 	cfg    config
 
-	mu     sync.Mutex // orders the start of a goroutine against Close
 	closed atomic.Bool
-	wg     sync.WaitGroup // the goroutines of calls that Redis has not answered yet
 }
 
 // New returns a Store that keeps its records and locks on rdb: a
@@ -69,13 +63,10 @@ func isNil(rdb redis.UniversalClient) bool {
 // to live runs out (see WithLockTTL). Close does not close the Redis client.
 // It always returns nil.
 func (s *Store) Close() error {
-	s.mu.Lock()
 	s.closed.Store(true)
-	s.mu.Unlock()
 	if s.locker != nil {
-		s.locker.Close()
+		s.locker.Close() // waits for the lock's background work
 	}
-	s.wg.Wait()
 	return nil
 }
 
@@ -103,50 +94,4 @@ func (s *Store) keysOf(key string) keys {
 	sum := sha256.Sum256([]byte(key))
 	base := s.cfg.prefix + "{" + hex.EncodeToString(sum[:16]) + "}"
 	return keys{lock: base + ":lock", record: base + ":result"}
-}
-
-// bounded runs fn and returns its result, or returns when ctx is done,
-// whichever comes first: go-redis bounds a stalled read by its ReadTimeout,
-// not by the context, and a request must end with its context even if
-// Redis hangs. fn then runs in a goroutine of the Store, which Close waits
-// for.
-func bounded[T any](ctx context.Context, s *Store, fn func(context.Context) (T, error)) (T, error) {
-	var zero T
-	if ctx.Done() == nil {
-		return fn(ctx)
-	}
-	if ctx.Err() != nil {
-		return zero, contextError(ctx)
-	}
-	type answer struct {
-		v   T
-		err error
-	}
-	answers := make(chan answer, 1) // never blocks the goroutine
-	s.mu.Lock()
-	if s.closed.Load() {
-		s.mu.Unlock()
-		return zero, ErrClosed
-	}
-	s.wg.Go(func() {
-		v, err := fn(context.WithoutCancel(ctx))
-		answers <- answer{v, err}
-	})
-	s.mu.Unlock()
-	select {
-	case a := <-answers:
-		return a.v, a.err
-	case <-ctx.Done():
-		return zero, contextError(ctx)
-	}
-}
-
-// contextError returns the error of a context that is done, with its cause
-// if that says more.
-func contextError(ctx context.Context) error {
-	err, cause := ctx.Err(), context.Cause(ctx)
-	if cause == nil || errors.Is(cause, err) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", err, cause)
 }
