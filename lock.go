@@ -135,8 +135,19 @@ func (l *Lock) release(ctx context.Context, o op) (err error) {
 	if err := l.check("release"); err != nil {
 		return err
 	}
+	if l.renewed {
+		// An automatic refresh landing after the release would find the
+		// lock gone, and end it as lost before the release could say it
+		// was released: none may be on its way.
+		if err := l.client.renewer.pause(ctx, l); err != nil {
+			return err
+		}
+	}
 	r, err := l.client.call(ctx, o)
 	if err != nil {
+		if l.renewed {
+			l.client.renewer.resume(l)
+		}
 		return err
 	}
 	if r.code != ours {
