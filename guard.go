@@ -22,6 +22,7 @@ type GuardError struct {
 	Value string // its value when the acquire found it
 }
 
+// Error says which guard key the acquire found.
 func (e *GuardError) Error() string {
 	return fmt.Sprintf("dlock: guard key %s exists: the lock was not taken", quoteKey(e.Key))
 }

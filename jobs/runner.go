@@ -48,6 +48,7 @@ var outcomeNames = [...]string{
 	RunningElsewhere: "running elsewhere", NoAttemptsLeft: "no attempts left",
 }
 
+// String names the outcome, as logs and the CLI show it.
 func (o Outcome) String() string {
 	if o < Ran || int(o) >= len(outcomeNames) {
 		return "Outcome(" + strconv.Itoa(int(o)) + ")"
