@@ -15,6 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/redisclient"
+
 	"github.com/dlock-go/dlock/internal/wake"
 )
 
@@ -61,7 +63,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	c := &Client{logger: cfg.logger, holder: holderSuffix(cfg.holderName), epoch: time.Now(), err: err, done: make(chan struct{})}
 	c.renewer.c = c
 	c.obs = newObservers(cfg.observers)
-	if isNil(rdb) {
+	if redisclient.IsNil(rdb) {
 		c.err = ErrNilClient
 	} else {
 		c.node = newNode(rdb, cfg.ack)
@@ -70,22 +72,6 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		c.subs = []*wake.Subscriber{wake.New(rdb, c.logger)}
 	}
 	return c
-}
-
-// isNil reports whether rdb is nil, also as a typed nil pointer of the
-// go-redis client types, which would otherwise panic on first use.
-func isNil(rdb redis.UniversalClient) bool {
-	switch c := rdb.(type) {
-	case nil:
-		return true
-	case *redis.Client:
-		return c == nil
-	case *redis.ClusterClient:
-		return c == nil
-	case *redis.Ring:
-		return c == nil
-	}
-	return false
 }
 
 // Close waits for the Client's background work to finish, such as the

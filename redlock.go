@@ -7,6 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/redisclient"
+
 	"github.com/dlock-go/dlock/internal/wake"
 )
 
@@ -51,7 +53,7 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 	q := &quorum{c: c, need: len(nodes)/2 + 1, timeout: cfg.nodeTimeout, workers: workers{c: c, calls: make(chan nodeCall)}}
 	seen := map[redis.UniversalClient]bool{}
 	for i, rdb := range nodes {
-		if isNil(rdb) {
+		if redisclient.IsNil(rdb) {
 			return nil, fmt.Errorf("%w: node %d of NewRedlock", ErrNilClient, i)
 		}
 		if seen[rdb] {

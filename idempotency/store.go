@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/redisclient"
 )
 
 // Store keeps the outcomes of calls by idempotency key in Redis, and makes
@@ -30,7 +31,7 @@ type Store struct {
 // every request it guards with 500.
 func New(rdb redis.UniversalClient, opts ...Option) *Store {
 	cfg := newConfig(opts)
-	if cfg.err == nil && isNil(rdb) {
+	if cfg.err == nil && redisclient.IsNil(rdb) {
 		cfg.invalid("New with a nil redis client")
 	}
 	s := &Store{rdb: rdb, cfg: cfg}
@@ -38,22 +39,6 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 		s.locker = dlock.New(rdb, dlock.WithLogger(cfg.logger))
 	}
 	return s
-}
-
-// isNil reports whether rdb is nil, also as a typed nil pointer of the
-// go-redis client types, which would otherwise panic on first use.
-func isNil(rdb redis.UniversalClient) bool {
-	switch c := rdb.(type) {
-	case nil:
-		return true
-	case *redis.Client:
-		return c == nil
-	case *redis.ClusterClient:
-		return c == nil
-	case *redis.Ring:
-		return c == nil
-	}
-	return false
 }
 
 // Close makes later calls return ErrClosed and waits for the Store's
