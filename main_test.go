@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testwait"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -84,14 +85,8 @@ func value(t testing.TB, rdb *redis.Client, key string) string {
 }
 
 // eventually fails the test unless cond becomes true within d. (The
-// package's internal tests have their own, in subscriber_test.go.)
+// package's internal tests have their own wrapper, in batch_internal_test.go.)
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, d, what, cond)
 }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testwait"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -64,13 +65,7 @@ func timeout(t testing.TB, d time.Duration) context.Context {
 // eventually fails the test unless cond becomes true within d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, d, what, cond)
 }
 
 // source is a stand-in for a database: a value per key, and a count of the

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testwait"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -64,15 +65,9 @@ func timeout(t testing.TB, d time.Duration) context.Context {
 
 // eventually calls check until it returns true, or fails the test after
 // limit (which only ends a test that would otherwise hang).
-func eventually(t testing.TB, limit time.Duration, what string, check func() bool) {
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still not so after %v: %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, d, what, cond)
 }
 
 // closed reports whether ch is closed (or has a value).

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testwait"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -85,15 +86,9 @@ func timeout(t testing.TB, d time.Duration) context.Context {
 // eventually calls cond until it reports true, and fails the test if it has
 // not within limit. It bounds a wait for something Redis does in its own
 // time (a key expiring); it asserts no latency.
-func eventually(t testing.TB, limit time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still not %s after %v", what, limit)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, d, what, cond)
 }
 
 // keysOf returns the Redis keys of the test's Store whose names match

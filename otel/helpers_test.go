@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testwait"
 	dlockotel "github.com/dlock-go/dlock/otel"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -142,13 +143,7 @@ func hasAll(set attribute.Set, want []attribute.KeyValue) bool {
 // eventually fails the test unless cond becomes true within d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, d, what, cond)
 }
 
 func timeout(t *testing.T, d time.Duration) context.Context {

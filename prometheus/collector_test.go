@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testwait"
 	dlockprom "github.com/dlock-go/dlock/prometheus"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -37,13 +38,7 @@ func newCollector(t *testing.T, opts ...dlockprom.Option) (*dlockprom.Collector,
 // eventually fails the test unless cond becomes true within d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, d, what, cond)
 }
 
 func TestMetricsOfRealLocks(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/dlock-go/dlock/internal/testwait"
 	"github.com/dlock-go/dlock/redistest"
 	"github.com/dlock-go/dlock/stock"
 )
@@ -81,15 +82,9 @@ func wantLevels(t testing.TB, inv *stock.Inventory, sku string, want stock.Level
 // eventually calls check until it returns true, or fails the test after
 // limit. The limit is no timing assertion: it only ends a test that would
 // otherwise hang.
-func eventually(t testing.TB, limit time.Duration, what string, check func() bool) {
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still not so after %v: %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, d, what, cond)
 }
 
 // newServer starts a redis-server of the test's own, for tests that stop,
