@@ -135,15 +135,29 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 	if err != nil {
 		return nil, err
 	}
-	if c.obs != nil {
-		return c.observedObtain(ctx, lockKind, c.keys(key), ttl, nil, false, cfg)
-	}
-	return c.tryObtain(ctx, key, ttl, cfg)
+	return c.acquire(ctx, lockKind, c.keys(key), ttl, nil, false, cfg)
 }
 
-func (c *Client) tryObtain(ctx context.Context, key string, ttl time.Duration, cfg obtainConfig) (*Lock, error) {
-	lock, _, err := c.try(ctx, c.newAttempt(lockKind, c.keys(key), ttl, nil, cfg), cfg)
+// acquire obtains a hold of kind on the name keys[0], for every kind and
+// every entry point: waiting as Obtain does if wait (and not WithoutWait),
+// else in one attempt as TryObtain. limit is a semaphore's, boxed.
+func (c *Client) acquire(ctx context.Context, kind *holdKind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, error) {
+	if c.obs != nil {
+		return c.observedObtain(ctx, kind, keys, ttl, limit, wait, cfg)
+	}
+	lock, _, err := c.acquireSeen(ctx, kind, keys, ttl, limit, wait, cfg)
 	return lock, err
+}
+
+// acquireSeen is acquire without the observer, and says what the wait saw.
+func (c *Client) acquireSeen(ctx context.Context, kind *holdKind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, waitSeen, error) {
+	if !wait || cfg.noWait {
+		lock, _, err := c.try(ctx, c.newAttempt(kind, keys, ttl, limit, cfg), cfg)
+		return lock, waitSeen{attempts: 1}, err
+	}
+	w := waiter{c: c, kind: kind, limit: limit, cfg: cfg, key: keys[0], keys: keys, ttl: ttl}
+	lock, err := w.obtain(ctx)
+	return lock, w.seen, err
 }
 
 var errMinHoldOutsideDo = fmt.Errorf("%w: WithMinHold is for Client.Do; a Lock from Obtain or TryObtain keeps itself with ReleaseAfter", ErrInvalidOption)
@@ -191,14 +205,7 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts
 
 // obtain is Obtain with its options read.
 func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, cfg obtainConfig) (*Lock, error) {
-	if c.obs != nil {
-		return c.observedObtain(ctx, lockKind, c.keys(key), ttl, nil, true, cfg)
-	}
-	if cfg.noWait {
-		return c.tryObtain(ctx, key, ttl, cfg)
-	}
-	w := waiter{c: c, kind: lockKind, cfg: cfg, key: key, keys: c.keys(key), ttl: ttl}
-	return w.obtain(ctx)
+	return c.acquire(ctx, lockKind, c.keys(key), ttl, nil, true, cfg)
 }
 
 // check validates the arguments of an obtain.

@@ -90,5 +90,5 @@ func (l *Lock) ReleaseStoring(ctx context.Context, key string, value []byte, ttl
 	o := op{name: "release", keys: append(append(make([]string, 0, 5), l.keys[:4]...), key), onQuorum: (*quorum).release, after: l.stragglers}
 	boxed := l.keyArgs[:min(4, len(l.keyArgs))]
 	o = o.withScript(l.kind.release, boxed, l.arg, "", int64(0), fairLeaseMillis, "", l.client.counted(), value, ttl.Milliseconds())
-	return l.release(ctx, o)
+	return l.release(ctx, o, ErrReleased)
 }

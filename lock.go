@@ -122,12 +122,13 @@ func (l *Lock) setUntil(sent time.Time, ttl time.Duration) {
 // Release reports ErrNotHeld although the first one released it: either
 // way, the lock is no longer held.
 func (l *Lock) Release(ctx context.Context) error {
-	return l.release(ctx, l.releaseOp())
+	return l.release(ctx, l.releaseOp(), ErrReleased)
 }
 
-// release sends o, a release of l (Release, ReleaseStoring), and ends l
-// if it released it or found it gone.
-func (l *Lock) release(ctx context.Context, o op) (err error) {
+// release sends o, which ends l's holding in Redis (Release,
+// ReleaseStoring, ReleaseAfter), and ends l with released if it did, as
+// lost if it found the lock gone.
+func (l *Lock) release(ctx context.Context, o op, released error) (err error) {
 	if l.obs != nil {
 		ctx = l.startCall(ctx, EventRelease)
 		defer l.observeRelease(ctx, time.Now(), &err)
@@ -136,9 +137,9 @@ func (l *Lock) release(ctx context.Context, o op) (err error) {
 		return err
 	}
 	if l.renewed {
-		// An automatic refresh landing after the release would find the
-		// lock gone, and end it as lost before the release could say it
-		// was released: none may be on its way.
+		// No automatic refresh may be on its way: landing after o, it would
+		// find the lock gone and end it as lost (a release), or set the old
+		// ttl back (ReleaseAfter).
 		if err := l.client.renewer.pause(ctx, l); err != nil {
 			return err
 		}
@@ -154,7 +155,7 @@ func (l *Lock) release(ctx context.Context, o op) (err error) {
 		l.end(l.lostError("release found it gone or taken"))
 		return l.notHeld("release")
 	}
-	l.end(ErrReleased)
+	l.end(released)
 	return nil
 }
 
@@ -168,37 +169,11 @@ func (l *Lock) release(ctx context.Context, o op) (err error) {
 // It returns an error wrapping ErrNotHeld if the lock is not ours any more.
 // If Redis fails, it returns the error and the Lock stays as it was,
 // renewed if it was.
-func (l *Lock) ReleaseAfter(ctx context.Context, d time.Duration) (err error) {
+func (l *Lock) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	if d < time.Millisecond {
 		return l.Release(ctx)
 	}
-	if l.obs != nil {
-		ctx = l.startCall(ctx, EventRelease)
-		defer l.observeRelease(ctx, time.Now(), &err)
-	}
-	if err := l.check("release"); err != nil {
-		return err
-	}
-	if l.renewed {
-		// A renewal landing after the new expiry would undo it: none may
-		// be on its way.
-		if err := l.client.renewer.pause(ctx, l); err != nil {
-			return err
-		}
-	}
-	r, err := l.client.call(ctx, l.refreshOp(d))
-	if err != nil {
-		if l.renewed {
-			l.client.renewer.resume(l)
-		}
-		return err
-	}
-	if r.code != ours {
-		l.end(l.lostError("release found it gone or taken"))
-		return l.notHeld("release")
-	}
-	l.end(fmt.Errorf("%w: %s is kept for %v, then it expires", ErrReleased, quoteKey(l.key), d))
-	return nil
+	return l.release(ctx, l.refreshOp(d), fmt.Errorf("%w: %s is kept for %v, then it expires", ErrReleased, quoteKey(l.key), d))
 }
 
 // Refresh sets the lock's time to live to ttl, counted from now, if it is

@@ -91,16 +91,7 @@ func (w *waiter) observeWaitStart(ctx context.Context) {
 func (c *Client) observedObtain(ctx context.Context, kind *holdKind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, error) {
 	start, key := time.Now(), keys[0]
 	ctx = c.obs.start(ctx, EventObtain, kind, key, c.deployment())
-	var lock *Lock
-	var err error
-	seen := waitSeen{attempts: 1}
-	if wait && !cfg.noWait {
-		w := waiter{c: c, kind: kind, limit: limit, cfg: cfg, key: key, keys: keys, ttl: ttl}
-		lock, err = w.obtain(ctx)
-		seen = w.seen
-	} else {
-		lock, _, err = c.try(ctx, c.newAttempt(kind, keys, ttl, limit, cfg), cfg)
-	}
+	lock, seen, err := c.acquireSeen(ctx, kind, keys, ttl, limit, wait, cfg)
 	e := Event{Type: EventObtain, Kind: kind.name, Key: key, Context: ctx, Node: c.deployment(), Err: err,
 		Result: obtainResult(ctx, err), Attempts: seen.attempts, Woken: seen.woken, Handoff: seen.handoff}
 	end := time.Now()

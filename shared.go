@@ -35,15 +35,7 @@ func (c *Client) acquireHold(ctx context.Context, kind *holdKind, keys []string,
 	if cfg.guard != "" {
 		return nil, fmt.Errorf("%w: WithGuard is for locks, not a %s", ErrInvalidOption, kind.noun())
 	}
-	if c.obs != nil {
-		return c.observedObtain(ctx, kind, keys, ttl, limit, wait, cfg)
-	}
-	if !wait || cfg.noWait {
-		lock, _, err := c.try(ctx, c.newAttempt(kind, keys, ttl, limit, cfg), cfg)
-		return lock, err
-	}
-	w := waiter{c: c, kind: kind, limit: limit, cfg: cfg, key: keys[0], keys: keys, ttl: ttl}
-	return w.obtain(ctx)
+	return c.acquire(ctx, kind, keys, ttl, limit, wait, cfg)
 }
 
 // checkHold validates the arguments of a shared hold's acquire, as check
