@@ -55,12 +55,12 @@ func bounded[T any](ctx context.Context, c *Client, n *node, op, key string, fn 
 		}
 		return zero, fmt.Errorf("dlock: %s %s: %w", op, quoteKey(key), contextError(ctx))
 	}
-	if !c.track() {
+	if !c.own.Add(1) {
 		return zero, ErrClosed
 	}
 	p := &pending[T]{done: make(chan struct{})}
 	go func() {
-		defer c.wg.Done()
+		defer c.own.Done()
 		v, err := fn(context.WithoutCancel(ctx))
 		if !p.state.CompareAndSwap(waiting, delivered) {
 			if late != nil {

@@ -9,14 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/owner"
 	"github.com/dlock-go/dlock/internal/redisclient"
-
+	"github.com/dlock-go/dlock/internal/renew"
 	"github.com/dlock-go/dlock/internal/wake"
 )
 
@@ -35,14 +34,11 @@ type Client struct {
 	epoch  time.Time // monotonic origin of the validity deadlines
 	err    error     // a nil client or bad option given to New; every call returns it
 
-	renewer renewer            // of the locks obtained WithAutoRenew
-	subs    []*wake.Subscriber // the release messages that wake waiters, one per node
-	obs     *observers         // WithObserver; nil without one (observe_hooks.go)
+	renewer renew.Renewer[*renewedLock] // of the locks obtained WithAutoRenew (renewal.go)
+	subs    []*wake.Subscriber          // the release messages that wake waiters, one per node
+	obs     *observers                  // WithObserver; nil without one (observe_hooks.go)
 
-	mu     sync.Mutex // orders track against Close
-	closed atomic.Bool
-	done   chan struct{}  // closed by Close: the background goroutines stop
-	wg     sync.WaitGroup // the goroutines of this Client
+	own *owner.Group // the goroutines of this Client, which Close stops and waits for
 }
 
 // New returns a Client that keeps its locks on rdb: a *redis.Client (also
@@ -60,9 +56,9 @@ type Client struct {
 // Client per Redis client and share it: each New adds a hook.
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	cfg, err := newClientConfig(opts)
-	c := &Client{logger: cfg.logger, holder: holderSuffix(cfg.holderName), epoch: time.Now(), err: err, done: make(chan struct{})}
-	c.renewer.c = c
+	c := &Client{logger: cfg.logger, holder: holderSuffix(cfg.holderName), epoch: time.Now(), err: err, own: owner.New()}
 	c.obs = newObservers(cfg.observers)
+	c.initRenewer()
 	if redisclient.IsNil(rdb) {
 		c.err = ErrNilClient
 	} else {
@@ -80,33 +76,13 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 // WithAutoRenew end with ErrLockLost. It does not release held locks (they
 // expire) and does not close the Redis client. Close always returns nil.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	first := !c.closed.Swap(true)
-	if first {
-		close(c.done)
-	}
-	c.mu.Unlock()
-	if first {
+	if c.own.Close() {
 		for _, s := range c.subs {
 			s.Close()
 		}
 	}
-	c.wg.Wait()
+	c.own.Wait()
 	return nil
-}
-
-// track registers a goroutine of the Client, unless the Client is closed.
-func (c *Client) track() bool { return c.trackN(1) }
-
-// trackN registers n goroutines of the Client, unless it is closed.
-func (c *Client) trackN(n int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed.Load() {
-		return false
-	}
-	c.wg.Add(n)
-	return true
 }
 
 // usable returns the error every call returns on a Client that cannot work.
@@ -114,7 +90,7 @@ func (c *Client) usable() error {
 	if c.err != nil {
 		return c.err
 	}
-	if c.closed.Load() {
+	if c.own.Closed() {
 		return ErrClosed
 	}
 	return nil
@@ -287,10 +263,8 @@ func (c *Client) hold(a attempt, r reply, sent time.Time, cfg obtainConfig) (*Lo
 	if c.obs != nil {
 		c.observeHold(lock)
 	}
-	if cfg.autoRenew {
-		if err := c.renewer.add(lock); err != nil {
-			return nil, err // closed meanwhile; the lock expires
-		}
+	if cfg.autoRenew && !c.renewer.Add((*renewedLock)(lock)) {
+		return nil, ErrClosed // closed meanwhile; the lock expires
 	}
 	return lock, nil
 }
@@ -325,13 +299,7 @@ func replyLost(err error) bool {
 
 // releaseInBackground runs releaseLate in a goroutine the Client tracks.
 func (c *Client) releaseInBackground(acquire attempt) {
-	if !c.track() {
-		return
-	}
-	go func() {
-		defer c.wg.Done()
-		c.releaseLate(acquire)
-	}()
+	c.own.Go(func() { c.releaseLate(acquire) })
 }
 
 // releaseLate releases a lock whose acquire may have landed although its
@@ -348,16 +316,6 @@ func (c *Client) releaseLate(acquire attempt) {
 		c.logger.Warn("dlock: could not release a lock in the background; it expires by itself",
 			"key", quoteKey(acquire.keys[0]), "ttl", acquire.ttl, "error", err)
 	}
-}
-
-// refreshMany refreshes the locks of one renewer batch, handing the
-// results to deliver as they come (see node.refreshMany).
-func (c *Client) refreshMany(ctx context.Context, locks []*Lock, deliver func([]*Lock, []refreshResult)) {
-	if c.quorum != nil {
-		deliver(locks, c.quorum.refreshMany(ctx, locks))
-		return
-	}
-	c.node.refreshMany(ctx, locks, deliver)
 }
 
 // newToken returns 128 random bits from crypto/rand, URL-safe base64.

@@ -31,15 +31,15 @@ func (f *fenceRaise) run(ctx context.Context) (int64, bool) {
 	})
 	var fence int64
 	for _, v := range votes {
-		if v.answered && v.err == nil && v.r.code == ours {
-			fence = max(fence, v.r.value)
+		if v.Answered && v.Err == nil && v.R.code == ours {
+			fence = max(fence, v.R.value)
 		}
 	}
 	at := 0 // nodes that hold the fence already
 	lower := make([]bool, len(votes))
 	for i, v := range votes {
-		if v.answered && v.err == nil && v.r.code == ours {
-			if v.r.value == fence {
+		if v.Answered && v.Err == nil && v.R.code == ours {
+			if v.R.value == fence {
 				at++
 			} else {
 				lower[i] = true

@@ -92,7 +92,7 @@ func (l *Lock) end(err error) bool {
 	}
 	l.mu.Unlock()
 	if l.renewed {
-		l.client.renewer.remove(l)
+		l.client.renewer.Remove((*renewedLock)(l))
 	}
 	if l.obs != nil {
 		l.observeEnd(err)

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/renew"
+	"github.com/dlock-go/dlock/internal/round"
 )
 
 // Lock is a lock obtained from a Client. It is safe for concurrent use.
@@ -39,10 +42,10 @@ type Lock struct {
 	raise   *fenceRaise             // Redlock: hands out the fence, on a quorum, at the first Fence
 	// Redlock: the acquire's nodes that had not answered; calls to them
 	// wait for them (set before the Lock is shared, then only read)
-	stragglers *stragglers
+	stragglers *round.Stragglers
 	raised     sync.Once
-	renew      renewState // the renewer's bookkeeping, under renewer.mu
-	obs        *lockObs   // WithObserver: set before the Lock is shared; nil without one
+	renewal    renew.State // the renewer's bookkeeping (renewal.go)
+	obs        *lockObs    // WithObserver: set before the Lock is shared; nil without one
 }
 
 // newLock returns the Lock that the acquire a obtained, with the fence it
@@ -140,14 +143,14 @@ func (l *Lock) release(ctx context.Context, o op, released error) (err error) {
 		// No automatic refresh may be on its way: landing after o, it would
 		// find the lock gone and end it as lost (a release), or set the old
 		// ttl back (ReleaseAfter).
-		if err := l.client.renewer.pause(ctx, l); err != nil {
-			return err
+		if l.client.renewer.Pause(ctx, (*renewedLock)(l)) != nil {
+			return fmt.Errorf("dlock: release %s: %w", quoteKey(l.key), contextError(ctx))
 		}
 	}
 	r, err := l.client.call(ctx, o)
 	if err != nil {
 		if l.renewed {
-			l.client.renewer.resume(l)
+			l.client.renewer.Resume((*renewedLock)(l))
 		}
 		return err
 	}
@@ -206,7 +209,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) (err error) {
 		return l.notHeld("refresh")
 	}
 	if l.renewed {
-		l.client.renewer.refreshed(l, sent, ttl)
+		l.client.renewer.Refreshed((*renewedLock)(l), sent, ttl)
 		return nil
 	}
 	l.ttl.Store(int64(ttl))

@@ -8,14 +8,9 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// refreshResult is the answer to one refresh of a batch: held, not held
-// (err nil), or no answer (err set).
-type refreshResult struct {
-	held bool
-	err  error
-}
+	"github.com/dlock-go/dlock/internal/renew"
+)
 
 // refreshMany refreshes every lock, each for its own ttl, in one pipeline
 // per server, and hands each server's results to deliver as they come: on a
@@ -23,15 +18,15 @@ type refreshResult struct {
 // or failing over delays the refreshes of its own locks only. deliver may
 // be called from several goroutines at once; refreshMany returns when every
 // call has returned.
-func (n *node) refreshMany(ctx context.Context, locks []*Lock, deliver func([]*Lock, []refreshResult)) {
+func (n *node) refreshMany(ctx context.Context, locks []*renewedLock, deliver func([]*renewedLock, []renew.Result)) {
 	cluster, ok := n.rdb.(*redis.ClusterClient)
 	if !ok {
-		res := make([]refreshResult, len(locks))
+		res := make([]renew.Result, len(locks))
 		n.refreshOn(ctx, n.rdb, locks, res)
 		deliver(locks, res)
 		return
 	}
-	byPrimary := map[*redis.Client][]*Lock{}
+	byPrimary := map[*redis.Client][]*renewedLock{}
 	for _, l := range locks {
 		primary, err := cluster.MasterForKey(ctx, l.key)
 		if err != nil {
@@ -42,11 +37,11 @@ func (n *node) refreshMany(ctx context.Context, locks []*Lock, deliver func([]*L
 	var wg sync.WaitGroup
 	for primary, group := range byPrimary {
 		wg.Go(func() {
-			res := make([]refreshResult, len(group))
+			res := make([]renew.Result, len(group))
 			if primary != nil {
 				n.refreshOn(ctx, primary, group, res)
 			}
-			if primary == nil || slices.ContainsFunc(res, func(r refreshResult) bool { return r.err != nil }) {
+			if primary == nil || slices.ContainsFunc(res, func(r renew.Result) bool { return r.Err != nil }) {
 				// Moved, failing over, or unknown: the ClusterClient follows
 				// redirections, on a fresh slot map.
 				n.reloadSlots(ctx)
@@ -60,11 +55,11 @@ func (n *node) refreshMany(ctx context.Context, locks []*Lock, deliver func([]*L
 
 // refreshOn refreshes locks in one pipeline of rdb into results. Scripts the
 // server lost (NOSCRIPT) are sent again with EVAL, in a second pipeline.
-func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*Lock, results []refreshResult) {
+func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*renewedLock, results []renew.Result) {
 	cmds := make([]*redis.Cmd, len(locks))
 	pipe := rdb.Pipeline()
 	for i, l := range locks {
-		cmds[i] = pipe.EvalSha(ctx, l.kind.refresh.sha, l.kind.scriptKeys(l.keys), l.arg, l.renew.sent().Milliseconds())
+		cmds[i] = pipe.EvalSha(ctx, l.kind.refresh.sha, l.kind.scriptKeys(l.keys), l.arg, l.renewal.Sent().Milliseconds())
 	}
 	_, _ = pipe.Exec(ctx) // each command keeps its own error
 	var again []int
@@ -77,20 +72,20 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*Lock, 
 		pipe = rdb.Pipeline()
 		for _, i := range again {
 			l := locks[i]
-			cmds[i] = pipe.Eval(ctx, l.kind.refresh.src, l.kind.scriptKeys(l.keys), l.arg, l.renew.sent().Milliseconds())
+			cmds[i] = pipe.Eval(ctx, l.kind.refresh.src, l.kind.scriptKeys(l.keys), l.arg, l.renewal.Sent().Milliseconds())
 		}
 		_, _ = pipe.Exec(ctx)
 	}
 	for i, cmd := range cmds {
 		v, err := cmd.Int64()
-		results[i] = refreshResult{}
+		results[i] = renew.Result{}
 		switch {
 		case err != nil:
-			results[i].err = n.wrap("refresh", locks[i].key, err)
+			results[i].Err = n.wrap("refresh", locks[i].key, err)
 		case v == ours:
-			results[i].held = true
+			results[i].Held = true
 		case v != notOurs:
-			results[i].err = n.wrap("refresh", locks[i].key, fmt.Errorf("unexpected script reply %v", v))
+			results[i].Err = n.wrap("refresh", locks[i].key, fmt.Errorf("unexpected script reply %v", v))
 		}
 	}
 }

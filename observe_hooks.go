@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/renew"
 )
 
 // The Client calls into this file only where an Observer is set (c.obs,
@@ -211,13 +213,14 @@ func (l *Lock) observeRefresh(ctx context.Context, start time.Time, err *error) 
 
 // observeRefreshes tells the answers of a renewer batch, before the locks
 // found not held are ended.
-func (c *Client) observeRefreshes(locks []*Lock, results []refreshResult) {
-	for i, l := range locks {
+func (c *Client) observeRefreshes(locks []*renewedLock, results []renew.Result) {
+	for i, h := range locks {
+		l := h.lock()
 		if l.gone.Load() || l.obs == nil {
 			continue // released or lost meanwhile
 		}
-		e := Event{Type: EventRefresh, Kind: l.kind.name, Key: l.key, Node: c.deployment(), Auto: true, Err: results[i].err}
-		if e.Err == nil && !results[i].held {
+		e := Event{Type: EventRefresh, Kind: l.kind.name, Key: l.key, Node: c.deployment(), Auto: true, Err: results[i].Err}
+		if e.Err == nil && !results[i].Held {
 			e.Err = l.notHeld("refresh")
 		}
 		c.obs.tell(e)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/round"
 )
 
 // op is one operation on a lock: the script each node runs, with its KEYS
@@ -30,9 +32,9 @@ type op struct {
 	// replies; nil: a quorum refuses it
 	onQuorum func(q *quorum, ctx context.Context, o op) (reply, error)
 
-	ttl   time.Duration // acquire and refresh: what a quorum checks the validity against
-	acq   attempt       // acquire: the attempt, which its take-back is made from
-	after *stragglers   // Redlock calls of a Lock: its acquire's nodes still to answer
+	ttl   time.Duration     // acquire and refresh: what a quorum checks the validity against
+	acq   attempt           // acquire: the attempt, which its take-back is made from
+	after *round.Stragglers // Redlock calls of a Lock: its acquire's nodes still to answer
 }
 
 // withScript returns o running s with o.keys and args. boxed are the first
@@ -77,13 +79,13 @@ type reply struct {
 	head        bool // queued acquire: the caller is first in the queue
 	token       string
 	fence       int64
-	waiters     int64         // inspect: live waiters in the queue
-	fenceTag    string        // inspect: the tag stored with the fence, on a Redlock node (raise_fence.lua)
-	kind        string        // inspect: "semaphore" or "rwmutex" for a shared hold, else ""
-	limit       int64         // inspect: a semaphore's limit
-	holders     []holderReply // inspect: the holders of a shared hold; nil for a lock
-	raise       *fenceRaise   // Redlock acquire: the fence is not on a quorum yet
-	stragglers  *stragglers   // Redlock acquire: nodes that had not answered yet
+	waiters     int64             // inspect: live waiters in the queue
+	fenceTag    string            // inspect: the tag stored with the fence, on a Redlock node (raise_fence.lua)
+	kind        string            // inspect: "semaphore" or "rwmutex" for a shared hold, else ""
+	limit       int64             // inspect: a semaphore's limit
+	holders     []holderReply     // inspect: the holders of a shared hold; nil for a lock
+	raise       *fenceRaise       // Redlock acquire: the fence is not on a quorum yet
+	stragglers  *round.Stragglers // Redlock acquire: nodes that had not answered yet
 }
 
 // Reply codes of the acquire scripts (acquire.lua, queue_acquire.lua and

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/round"
 )
 
 // acquire takes the lock on a quorum (see decide for its fence). If that
@@ -34,7 +36,7 @@ func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
 	case r.code != acquired && slices.ContainsFunc(votes, mayHold):
 		q.undo(ctx, wg, votes, o)
 	case r.code == acquired && q.pending(votes) > 0:
-		r.stragglers = &stragglers{wg: wg, pending: unanswered(votes)}
+		r.stragglers = round.NewStragglers(wg, votes)
 	}
 	return r, err
 }
@@ -50,7 +52,7 @@ func (q *quorum) decide(o op, votes []vote, sent time.Time) (reply, error) {
 	}
 	granted := make([]bool, len(votes))
 	for i, v := range votes {
-		granted[i] = v.answered && v.err == nil && v.r.code == acquired
+		granted[i] = v.Answered && v.Err == nil && v.R.code == acquired
 	}
 	if !time.Now().Before(sent.Add(o.ttl - drift(o.ttl))) {
 		return reply{}, fmt.Errorf("%w: %s: a quorum granted it, but its validity ran out first: %v", ErrNotObtained, quoteKey(o.key()), time.Since(sent))
@@ -64,7 +66,7 @@ func (q *quorum) decide(o op, votes []vote, sent time.Time) (reply, error) {
 func (q *quorum) lose(o op, votes []vote, yes, failed int) (reply, error) {
 	if q.lost(votes, true) == lostHeld {
 		pttl := leastTTL(votes, func(r reply) bool { return r.code == held })
-		if slices.ContainsFunc(votes, func(v vote) bool { return v.answered && v.err == nil && v.r.code == wrongType }) {
+		if slices.ContainsFunc(votes, func(v vote) bool { return v.Answered && v.Err == nil && v.R.code == wrongType }) {
 			return reply{code: wrongType}, nil
 		}
 		return reply{code: held, value: pttl}, nil
@@ -72,7 +74,7 @@ func (q *quorum) lose(o op, votes []vote, yes, failed int) (reply, error) {
 	others, _ := count(votes, held)
 	errored := 0 // answered with an error; the rest of failed had not answered yet
 	for _, v := range votes {
-		if v.answered && v.err != nil {
+		if v.Answered && v.Err != nil {
 			errored++
 		}
 	}
@@ -88,7 +90,7 @@ func (q *quorum) lose(o op, votes []vote, yes, failed int) (reply, error) {
 // caller for nothing): at once on the nodes that granted it, so that the
 // caller's next attempt does not find them taken by this one; in the
 // background on the nodes that failed or had not answered, whose grant may
-// still land (see stragglers).
+// still land (see round.Stragglers).
 func (q *quorum) undo(ctx context.Context, wg *sync.WaitGroup, votes []vote, o op) {
 	u := o.acq.undo(true)
 	granted := make([]bool, len(votes))
@@ -96,23 +98,22 @@ func (q *quorum) undo(ctx context.Context, wg *sync.WaitGroup, votes []vote, o o
 	anyGranted, anyUnsure := false, false
 	for i, v := range votes {
 		switch {
-		case v.answered && v.err == nil && v.r.code == acquired:
+		case v.Answered && v.Err == nil && v.R.code == acquired:
 			granted[i], anyGranted = true, true
-		case !v.answered || v.err != nil:
+		case !v.Answered || v.Err != nil:
 			unsure[i], anyUnsure = true, true
 		}
 	}
 	if anyGranted {
 		q.round(ctx, u, granted, nil)
 	}
-	if !anyUnsure || !q.c.track() {
+	if !anyUnsure {
 		return
 	}
-	u.after = &stragglers{wg: wg, pending: unanswered(votes)}
-	go func() {
-		defer q.c.wg.Done()
+	u.after = round.NewStragglers(wg, votes)
+	q.own.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), o.ttl)
 		defer cancel()
 		q.round(ctx, u, unsure, nil)
-	}()
+	})
 }

@@ -16,9 +16,9 @@ import (
 // only while they could change the answer.
 func TestQuorumLost(t *testing.T) {
 	var (
-		y = vote{r: reply{code: acquired}, answered: true}
-		h = vote{r: reply{code: held}, answered: true}
-		e = vote{err: errors.New("connection refused"), answered: true}
+		y = vote{R: reply{code: acquired}, Answered: true}
+		h = vote{R: reply{code: held}, Answered: true}
+		e = vote{Err: errors.New("connection refused"), Answered: true}
 		p = vote{} // not answered yet
 	)
 	q := &quorum{nodes: make([]*node, 5), need: 3}

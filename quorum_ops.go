@@ -33,7 +33,7 @@ func (q *quorum) remove(ctx context.Context, o op, force bool) (reply, error) {
 		return reply{code: ours}, nil
 	case force && yes > 0:
 		return reply{code: ours}, nil
-	case force && slices.ContainsFunc(votes, func(v vote) bool { return v.answered && v.err == nil && v.r.code == stateWrongType }):
+	case force && slices.ContainsFunc(votes, func(v vote) bool { return v.Answered && v.Err == nil && v.R.code == stateWrongType }):
 		return reply{code: stateWrongType}, nil
 	case yes+failed >= q.need && failed > 0:
 		return reply{}, q.error(o, fmt.Sprintf("%d of %d nodes released the lock, %d needed; %d failed", yes, len(votes), q.need, failed), votes)
@@ -81,19 +81,19 @@ func (q *quorum) inspect(ctx context.Context, o op) (reply, error) {
 	tokens := map[string]int{}
 	r := reply{}
 	for _, v := range votes {
-		if !v.answered || v.err != nil {
+		if !v.Answered || v.Err != nil {
 			continue
 		}
-		r.fence = max(r.fence, v.r.fence)
-		switch v.r.code {
+		r.fence = max(r.fence, v.R.fence)
+		switch v.R.code {
 		case stateWrongType:
 			return reply{code: stateWrongType}, nil
 		case stateHeld:
-			tokens[v.r.token]++
+			tokens[v.R.token]++
 		}
 	}
-	if i := slices.IndexFunc(votes, func(v vote) bool { return v.answered && v.err == nil && v.r.kind != "" }); i >= 0 {
-		return q.inspectShared(votes, votes[i].r), nil
+	if i := slices.IndexFunc(votes, func(v vote) bool { return v.Answered && v.Err == nil && v.R.kind != "" }); i >= 0 {
+		return q.inspectShared(votes, votes[i].R), nil
 	}
 	for token, n := range tokens {
 		if n >= q.need {
@@ -115,13 +115,13 @@ func (q *quorum) holderFence(votes []vote, token string) int64 {
 	tag := fenceTag(token)
 	var fence int64
 	for _, v := range votes {
-		if v.answered && v.err == nil && v.r.token == token && v.r.fenceTag == tag {
-			fence = max(fence, v.r.fence)
+		if v.Answered && v.Err == nil && v.R.token == token && v.R.fenceTag == tag {
+			fence = max(fence, v.R.fence)
 		}
 	}
 	at := 0
 	for _, v := range votes {
-		if v.answered && v.err == nil && v.r.token == token && v.r.fenceTag == tag && v.r.fence == fence {
+		if v.Answered && v.Err == nil && v.R.token == token && v.R.fenceTag == tag && v.R.fence == fence {
 			at++
 		}
 	}
@@ -143,10 +143,10 @@ func (q *quorum) inspectShared(votes []vote, some reply) reply {
 	byName := map[string]*seen{}
 	var order []string
 	for _, v := range votes {
-		if !v.answered || v.err != nil {
+		if !v.Answered || v.Err != nil {
 			continue
 		}
-		for _, h := range v.r.holders {
+		for _, h := range v.R.holders {
 			s := byName[h.token]
 			if s == nil {
 				s = &seen{h: h}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/owner"
 	"github.com/dlock-go/dlock/internal/redisclient"
-
 	"github.com/dlock-go/dlock/internal/wake"
 )
 
@@ -47,10 +47,9 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{logger: cfg.logger, holder: holderSuffix(cfg.holderName), epoch: time.Now(), done: make(chan struct{})}
-	c.renewer.c = c
+	c := &Client{logger: cfg.logger, holder: holderSuffix(cfg.holderName), epoch: time.Now(), own: owner.New()}
 	c.obs = newObservers(cfg.observers)
-	q := &quorum{c: c, need: len(nodes)/2 + 1, timeout: cfg.nodeTimeout, workers: workers{c: c, calls: make(chan nodeCall)}}
+	c.initRenewer()
 	seen := map[redis.UniversalClient]bool{}
 	for i, rdb := range nodes {
 		if redisclient.IsNil(rdb) {
@@ -65,10 +64,10 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 		n := newNode(rdb, cfg.ack)
 		n.fenceless = true
 		n.obs = c.obs
-		q.nodes = append(q.nodes, n)
+		c.nodes = append(c.nodes, n)
 		c.subs = append(c.subs, wake.New(rdb, c.logger))
 	}
-	c.quorum, c.nodes = q, q.nodes
+	c.quorum = newQuorum(c.nodes, cfg.nodeTimeout, c.own)
 	return c, nil
 }
 
@@ -115,12 +114,12 @@ func (q *quorum) error(o op, summary string, votes []vote) error {
 	e := &QuorumError{Op: o.name, Key: o.key(), Nodes: len(q.nodes), Quorum: q.need, summary: summary}
 	for i, v := range votes {
 		switch {
-		case !v.answered && v.failing != nil:
-			e.Errs = append(e.Errs, q.nodes[i].wrap(o.name, o.key(), fmt.Errorf("no answer before the round ended (node timeout %v); %w", q.timeout, v.failing)))
-		case !v.answered:
-			e.Errs = append(e.Errs, q.nodes[i].wrap(o.name, o.key(), fmt.Errorf("no answer before the round ended (node timeout %v)", q.timeout)))
-		case v.err != nil:
-			e.Errs = append(e.Errs, v.err)
+		case !v.Answered && v.Failing != nil:
+			e.Errs = append(e.Errs, q.nodes[i].wrap(o.name, o.key(), fmt.Errorf("no answer before the round ended (node timeout %v); %w", q.timeout(), v.Failing)))
+		case !v.Answered:
+			e.Errs = append(e.Errs, q.nodes[i].wrap(o.name, o.key(), fmt.Errorf("no answer before the round ended (node timeout %v)", q.timeout())))
+		case v.Err != nil:
+			e.Errs = append(e.Errs, v.Err)
 		}
 	}
 	return e

@@ -1,22 +1,12 @@
 package dlock
 
-// vote is one node's answer in a round.
-type vote struct {
-	r        reply
-	err      error
-	answered bool
-	// not answered: the failure the node was in when the round ended, or
-	// nil (see node.failing)
-	failing error
-}
-
 // count tells how many votes have answered with code, and how many failed.
 func count(votes []vote, code int64) (yes, failed int) {
 	for _, v := range votes {
 		switch {
-		case !v.answered || v.err != nil:
+		case !v.Answered || v.Err != nil:
 			failed++
-		case v.r.code == code:
+		case v.R.code == code:
 			yes++
 		}
 	}
@@ -26,14 +16,14 @@ func count(votes []vote, code int64) (yes, failed int) {
 // mayHold reports whether a node may have granted the lock: it said so, or
 // its answer is unknown.
 func mayHold(v vote) bool {
-	return !v.answered || v.err != nil || v.r.code == acquired
+	return !v.Answered || v.Err != nil || v.R.code == acquired
 }
 
 // pending counts the nodes that have not answered yet.
 func (q *quorum) pending(votes []vote) int {
 	n := 0
 	for _, v := range votes {
-		if !v.answered {
+		if !v.Answered {
 			n++
 		}
 	}
@@ -59,9 +49,9 @@ func (q *quorum) lost(votes []vote, final bool) int {
 	errored, pending := 0, 0
 	for _, v := range votes {
 		switch {
-		case !v.answered:
+		case !v.Answered:
 			pending++
-		case v.err != nil:
+		case v.Err != nil:
 			errored++
 		}
 	}
@@ -87,14 +77,14 @@ func leastTTL(votes []vote, match func(reply) bool) int64 {
 	least := int64(-1)
 	unknown := false
 	for _, v := range votes {
-		if !v.answered || v.err != nil || !match(v.r) {
+		if !v.Answered || v.Err != nil || !match(v.R) {
 			continue
 		}
 		switch {
-		case v.r.value == unknownTTL:
+		case v.R.value == unknownTTL:
 			unknown = true
-		case v.r.value >= 0 && (least < 0 || v.r.value < least):
-			least = v.r.value
+		case v.R.value >= 0 && (least < 0 || v.R.value < least):
+			least = v.R.value
 		}
 	}
 	if least < 0 && unknown {

@@ -265,7 +265,7 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration) bool {
 	case <-w.timer.C:
 	case <-w.wake:
 		w.seen.woken = true
-	case <-w.c.done: // Close: the next try says ErrClosed
+	case <-w.c.own.Closing(): // Close: the next try says ErrClosed
 	case <-ctx.Done():
 		return false
 	}
@@ -304,11 +304,7 @@ func (w *waiter) handedOver(a attempt, sent time.Time) *Lock {
 // closed, it does so before Obtain returns, in the caller's goroutine: a
 // waiter that Close ended leaves at once, not when its lease runs out.
 func (w *waiter) leave(a attempt) {
-	if w.c.track() {
-		go func() {
-			defer w.c.wg.Done()
-			w.c.releaseLate(a)
-		}()
+	if w.c.own.Go(func() { w.c.releaseLate(a) }) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), min(a.ttl, closedLeaveTimeout))
