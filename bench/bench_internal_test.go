@@ -148,3 +148,54 @@ func asJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// The CPU meter sees the servers' work: a few thousand commands cost the
+// server some CPU time, and this process some too.
+func TestCPUMeter(t *testing.T) {
+	srv := redistest.NewServer(t)
+	ctx := t.Context()
+	m, err := StartCPU(ctx, []string{srv.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := srv.Client()
+	for i := range 5000 {
+		if err := rdb.Set(ctx, "cpu-meter", i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client, server, err := m.Stop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if client <= 0 || server <= 0 {
+		t.Errorf("CPU time of 5,000 SETs: client %v, server %v; want both above zero", client, server)
+	}
+	if _, err := StartCPU(ctx, []string{"127.0.0.1:1"}); err == nil {
+		t.Error("StartCPU on an address nobody listens on: want an error")
+	}
+}
+
+// RunScriptCost counts what a cycle sends: the raw floor one SET and one
+// script, dlock two scripts.
+func TestRunScriptCost(t *testing.T) {
+	srv := redistest.NewServer(t)
+	for _, tc := range []struct {
+		row          Row
+		evalsha, set float64
+	}{
+		{rawRow(), 1, 1},
+		{dlockRow("dlock", ""), 2, 2}, // the lock key and its fence, inside the acquire
+	} {
+		res, err := RunScriptCost(t.Context(), srv.Addr(), tc.row, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Calls["evalsha"] != tc.evalsha || res.Calls["set"] != tc.set || res.Scripts <= 0 || res.CPU <= 0 {
+			t.Errorf("%s: %v; want %v EVALSHA and %v SET per cycle, and some time", tc.row.Name, res, tc.evalsha, tc.set)
+		}
+	}
+	if _, err := RunScriptCost(t.Context(), "127.0.0.1:1", rawRow(), 1); err == nil {
+		t.Error("RunScriptCost on an address nobody listens on: want an error")
+	}
+}

@@ -57,7 +57,7 @@ func runUncontended(b *testing.B, rows []bench.Row, env bench.Env) {
 				for i := range keys {
 					keys[i] = b.Name() + ":" + strconv.Itoa(i)
 				}
-				cycles(b, locker, keys)
+				cycles(b, locker, keys, env.Nodes)
 			})
 		}
 		if err := locker.Close(); err != nil {
@@ -67,10 +67,11 @@ func runUncontended(b *testing.B, rows []bench.Row, env bench.Env) {
 }
 
 // cycles runs b.N obtain+release cycles on len(keys) goroutines, one key
-// each, and reports their latency. The latencies go to a slice allocated
+// each, and reports their latency, and the CPU time a cycle costs this
+// process (client-cpu-ns/op) and the servers at nodes (server-cpu-ns/op). The latencies go to a slice allocated
 // before the timer starts, at an index each goroutine takes from a counter,
 // so that recording them neither allocates nor synchronises.
-func cycles(b *testing.B, locker bench.Locker, keys []string) {
+func cycles(b *testing.B, locker bench.Locker, keys []string, nodes []string) {
 	ctx := context.Background()
 	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
@@ -94,11 +95,21 @@ func cycles(b *testing.B, locker bench.Locker, keys []string) {
 		})
 	}
 	b.ReportAllocs()
+	cpu, err := bench.StartCPU(ctx, nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ResetTimer()
 	close(start)
 	wg.Wait()
 	b.StopTimer()
+	client, server, err := cpu.Stop(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
 	reportLatency(b, lat)
+	b.ReportMetric(float64(client.Nanoseconds())/float64(b.N), "client-cpu-ns/op")
+	b.ReportMetric(float64(server.Nanoseconds())/float64(b.N), "server-cpu-ns/op")
 }
 
 // BenchmarkHandoff is (b): one op is one handoff. A holder holds the key,

@@ -4,6 +4,7 @@
 //
 //	peers hotkey [flags]   (c) clients competing for one key: a JSON line per row
 //	peers renew [flags]    (d) many locks held and renewed: a JSON line per row
+//	peers scripts [flags]  what one obtain+release costs the server, by command
 //	peers rows             every measurement's rows and how each is configured
 //	peers report [FILE...] markdown tables from go test -bench output and JSON lines
 //
@@ -30,6 +31,7 @@ import (
 )
 
 const usage = `usage: peers hotkey|renew [flags]   run (c) or (d), a JSON line per row
+       peers scripts [flags]       the server's time per obtain+release, by command
        peers rows                  the rows and their configuration, as markdown
        peers report [FILE...]      markdown tables from bench output and JSON lines
 `
@@ -54,6 +56,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = renew(ctx, args[1:], stdout, stderr)
 	case "herd":
 		err = herd(ctx, args[1:], stdout, stderr)
+	case "scripts":
+		err = scripts(ctx, args[1:], stdout, stderr)
 	case "rows":
 		bench.WriteRows(stdout)
 	case "report":
@@ -158,6 +162,33 @@ func herd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := enc.Encode(res); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// scripts runs bench.RunScriptCost for the rows of (a), each on a server
+// of its own, and prints a line per row.
+func scripts(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("peers scripts", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cycles := fs.Int("cycles", 20000, "cycles per row, one at a time")
+	names := fs.String("rows", "raw,dlock,rueidislock-tuned,redislock,redsync", "rows of (a), comma-separated")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *cycles < 1 {
+		return fmt.Errorf("-cycles %d: want at least 1", *cycles)
+	}
+	rows, err := bench.Select(bench.UncontendedRows(), *names)
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		res, err := withServer(func(addr string) (any, error) { return bench.RunScriptCost(ctx, addr, row, *cycles) })
+		if err != nil {
+			return fmt.Errorf("scripts %s: %w", row.Name, err)
+		}
+		fmt.Fprintln(stdout, res)
 	}
 	return nil
 }
