@@ -27,6 +27,7 @@ type Cache struct {
 	err    error // a bad argument to New: every call returns it
 
 	flights *group
+	blocked chan struct{} // a token per Get that waits for a fill blocked on a pooled connection
 
 	life       context.Context // ends when Close is called
 	lifeEnd    context.CancelFunc
@@ -60,7 +61,8 @@ func New(rdb redis.UniversalClient, opts ...Option) *Cache {
 			errs = append(errs, err)
 		}
 	}
-	c := &Cache{rdb: rdb, opts: o, log: o.logger, err: errors.Join(errs...), refreshing: make(map[string]bool)}
+	c := &Cache{rdb: rdb, opts: o, log: o.logger, err: errors.Join(errs...), refreshing: make(map[string]bool),
+		blocked: make(chan struct{}, maxBlockedWaits)}
 	c.life, c.lifeEnd = context.WithCancel(context.Background())
 	c.flights = newGroup(c.life, c.spawn)
 	if c.err == nil {

@@ -41,7 +41,7 @@ func TestStoreOnlyWhileHolding(t *testing.T) {
 	if code, err := c.store(ctx, k, "next-loader", s); err != nil || code != storeStale {
 		t.Errorf("store after an Invalidate it did not see = %d, %v; want storeStale", code, err)
 	}
-	e, err := c.read(ctx, k)
+	e, err := c.read(ctx, k, "reader")
 	if err != nil || string(e.value) != "fresh" || !e.stale || e.gen != "1" || e.filler != "next-loader" {
 		t.Errorf("read = %+v, %v; want the value, marked stale, gen 1", e, err)
 	}
