@@ -32,7 +32,8 @@ type Cache struct {
 	life       context.Context // ends when Close is called
 	lifeEnd    context.CancelFunc
 	mu         sync.Mutex
-	closed     bool
+	closed     bool            // under mu, for spawn
+	isClosed   atomic.Bool     // closed, for Get's check without mu
 	wg         sync.WaitGroup  // every goroutine of the Cache
 	refreshing map[string]bool // keys refreshed in the background now
 
@@ -80,6 +81,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Cache {
 func (c *Cache) Close() error {
 	c.mu.Lock()
 	c.closed = true
+	c.isClosed.Store(true)
 	c.mu.Unlock()
 	c.lifeEnd()
 	c.wg.Wait()
@@ -137,8 +139,11 @@ func (c *Cache) Get(ctx context.Context, key string, ttl time.Duration, load fun
 	if load == nil {
 		return nil, fmt.Errorf("%w: for %q", ErrNilLoad, key)
 	}
-	r := request{key: key, keys: keysOf(c.opts.prefix, key), ttl: ttl, load: load}
-	v, err := c.flights.do(ctx, key, func(ctx context.Context) ([]byte, error) { return c.fetch(ctx, r) })
+	// Only the first Get of a flight fetches: the others do no more than
+	// join it, so that a stampede's Gets join it fast.
+	v, err := c.flights.do(ctx, key, func(ctx context.Context) ([]byte, error) {
+		return c.fetch(ctx, request{key: key, keys: keysOf(c.opts.prefix, key), ttl: ttl, load: load})
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -154,9 +159,9 @@ func (c *Cache) check(key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: empty", ErrInvalidKey)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	// Not under mu, which a thousand Gets of a stampede would queue on:
+	// a Get that passes just as Close is called gets ErrClosed from spawn.
+	if c.isClosed.Load() {
 		return ErrClosed
 	}
 	return nil

@@ -138,11 +138,20 @@ func (c *Cache) loadMarked(ctx context.Context, r request, lock *dlock.Lock) (do
 }
 
 // loadAsHolder loads and stores an entry while it holds the key's lock,
-// whose gen was gen when the lock was taken, and releases the lock. It
+// whose gen was gen when the lock was taken, and releases the lock: once
+// it stored the entry, in a goroutine of its own, after Get returned,
+// since the callers that wait hear of the store, not of the release. It
 // reports not done when the lock was lost before the load gave anything:
 // then another caller loads, and the fill waits for it.
 func (c *Cache) loadAsHolder(ctx context.Context, r request, lock *dlock.Lock, gen string) (done bool, value []byte, err error) {
 	v, kept, err := c.loadAndStore(ctx, r, lock, gen)
+	if kept {
+		// The release outlives the Get, which cancels ctx when it returns.
+		ctx := context.WithoutCancel(ctx)
+		if c.spawn(func() { c.release(ctx, r, lock, true) }) {
+			return true, v, err
+		}
+	}
 	lost := lock.Err() != nil // before the release, which ends the lock too
 	c.release(ctx, r, lock, kept)
 	if err != nil && lost && ctx.Err() == nil {
