@@ -137,3 +137,54 @@ func commandStats(t *testing.T, rdb *redis.Client) map[string]int {
 	}
 	return stats
 }
+
+// A Cache that waits for the fills of more keys at once than it reads fill
+// messages blocked (each on a pooled connection) gets every value all the
+// same, one load a key, and leaves its pool to its other calls.
+func TestWaitsForManyKeys(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	loader, waiter := newCache(t, rdb), newCache(t, shared(t))
+	const n = 12
+	ctx := timeout(t, 20*time.Second)
+	keys := make([]string, n)
+	gates := make([]*gate, n)
+	var wg sync.WaitGroup
+	for i := range keys {
+		keys[i], gates[i] = testKey(t), newGate(fmt.Sprint("v", i), nil)
+		wg.Go(func() {
+			if v, err := loader.Get(ctx, keys[i], time.Minute, gates[i].load); err != nil || string(v) != fmt.Sprint("v", i) {
+				t.Errorf("loader Get %d = %q, %v", i, v, err)
+			}
+		})
+	}
+	eventually(t, 10*time.Second, "every load running", func() bool {
+		for _, g := range gates {
+			if g.entered.Load() != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range keys {
+		wg.Go(func() {
+			if v, err := waiter.Get(ctx, keys[i], time.Minute, gates[i].load); err != nil || string(v) != fmt.Sprint("v", i) {
+				t.Errorf("waiter Get %d = %q, %v", i, v, err)
+			}
+		})
+	}
+	eventually(t, 10*time.Second, "every key waited for", func() bool { return cachefill.CountsOf(waiter).Waits >= n })
+	// The pool still serves the waiting Cache's other calls.
+	if v, err := waiter.Get(ctx, testKey(t), time.Minute, (&source{value: "other"}).load); err != nil || string(v) != "other" {
+		t.Errorf("another Get while %d keys are waited for = %q, %v", n, v, err)
+	}
+	for _, g := range gates {
+		close(g.open)
+	}
+	wg.Wait()
+	for i, g := range gates {
+		if k := g.entered.Load(); k != 1 {
+			t.Errorf("key %d loaded %d times, want once", i, k)
+		}
+	}
+}
