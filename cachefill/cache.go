@@ -109,8 +109,8 @@ func (c *Cache) spawn(work func()) bool {
 // A hit costs one round trip to Redis and takes no lock. On a miss, one
 // caller across all the processes sharing the Redis calls load (within a
 // process, concurrent Gets of a key share one fetch), and the others wait
-// until its value is stored, woken by the release of its lock, or until
-// their ctx ends. The loader's lock is renewed while load runs; if it is
+// until its value is stored, woken by the store, which hands them the
+// value, or until their ctx ends. The loader's lock is renewed while load runs; if it is
 // lost (its process hangs or dies), or load fails, another caller loads.
 // The value Get returns is the caller's own copy.
 //
