@@ -58,6 +58,8 @@
 // kept, for a lock's ttl) "cachefill{user:42}:filled"; they share a
 // Cluster slot. WithPrefix changes "cachefill".
 //
+// It needs Redis 7.0 or later (a read claims a fill with SET NX GET).
+//
 // # Failure modes
 //
 //   - Redis down, paused or failing: Get calls load directly, once per

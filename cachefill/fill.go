@@ -96,6 +96,9 @@ func (c *Cache) tryLoad(ctx context.Context, r request) (done bool, value []byte
 	case errors.Is(err, dlock.ErrNotObtained):
 		return false, nil, nil
 	}
+	// No lock (Redis failed, or the Get's callers all left): let the next
+	// miss claim the fill at once rather than after the claim's ttl.
+	c.unclaim(ctx, r)
 	v, err := c.redisFailed(ctx, r, "lock", err)
 	return true, v, err
 }
@@ -108,15 +111,22 @@ func (c *Cache) obtain(ctx context.Context, r request, opts ...dlock.ObtainOptio
 	})
 }
 
-// unclaim clears the fill claim of r if it is r's, for a fetch that found
-// the entry after it claimed the fill.
+// unclaim clears the fill claim of r if it is r's, for a fetch that
+// claimed the fill and ends without loading: in a goroutine of its own, so
+// that the Get does not wait for it, also when its context ended; in the
+// fetch's own once the Cache is closing (Close waits for both).
 func (c *Cache) unclaim(ctx context.Context, r request) {
-	_, err := bounded(ctx, c, func(ctx context.Context) (int64, error) {
-		return unclaimScript.Run(ctx, c.rdb, []string{r.keys.claim}, r.token).Int64()
-	})
-	if err != nil && ctx.Err() == nil {
-		c.log.Warn("cachefill: could not clear a fill claim; the next miss waits until it expires",
-			slog.String("key", r.key), slog.Any("err", err))
+	ctx = context.WithoutCancel(ctx)
+	clear := func() {
+		ctx, cancel := context.WithTimeout(ctx, c.opts.redisTimeout)
+		defer cancel()
+		if err := unclaimScript.Run(ctx, c.rdb, []string{r.keys.claim}, r.token).Err(); err != nil {
+			c.log.Warn("cachefill: could not clear a fill claim; the next miss waits until it expires",
+				slog.String("key", r.key), slog.Any("err", err))
+		}
+	}
+	if !c.spawn(clear) {
+		clear()
 	}
 }
 

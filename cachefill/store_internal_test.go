@@ -110,13 +110,17 @@ func TestFillClaimAndMessages(t *testing.T) {
 		t.Errorf("fill messages live %v, want at most the lock's ttl", ttl)
 	}
 
-	// unclaim clears only the caller's own claim.
-	rdb.Set(ctx, k.claim, "other", time.Minute)
+	// unclaim clears only the caller's own claim (in the background: Close
+	// waits for it).
+	other := keysOf(DefaultPrefix, "other")
+	rdb.Set(ctx, other.claim, "another", time.Minute)
+	c.unclaim(ctx, request{key: "other", keys: other, token: "mine"})
+	rdb.Set(ctx, k.claim, "mine", time.Minute)
 	c.unclaim(ctx, request{key: "k", keys: k, token: "mine"})
-	if v := rdb.Get(ctx, k.claim).Val(); v != "other" {
+	c.Close()
+	if v := rdb.Get(ctx, other.claim).Val(); v != "another" {
 		t.Errorf("unclaim of another's claim left %q", v)
 	}
-	c.unclaim(ctx, request{key: "k", keys: k, token: "other"})
 	if n := rdb.Exists(ctx, k.claim).Val(); n != 0 {
 		t.Errorf("unclaim left the caller's own claim")
 	}
