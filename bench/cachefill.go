@@ -32,9 +32,17 @@ type StampedeResult struct {
 	P50Ms    float64 `json:"p50_ms"` // one Get, from the start of the stampede
 	P99Ms    float64 `json:"p99_ms"`
 	MaxMs    float64 `json:"max_ms"`
-	Requests float64 `json:"requests_per_get"` // round trips the clients sent
-	Commands float64 `json:"commands_per_get"` // what Redis ran, commands inside scripts included
-	Errors   int     `json:"errors"`
+	// The p99 of each round's Gets, the median over the rounds: the tail
+	// of a typical stampede, where P99Ms is that of the worst few rounds.
+	RoundP99Ms float64 `json:"round_p99_median_ms"`
+	Requests   float64 `json:"requests_per_get"` // round trips the clients sent
+	Commands   float64 `json:"commands_per_get"` // what Redis ran, commands inside scripts included
+	// Commands per process and stampede, and per waiting process: the
+	// commands of a round less those of a round of one process alone (the
+	// loader), over the other processes.
+	CommandsPerProcess float64 `json:"commands_per_process"`
+	CommandsPerWaiter  float64 `json:"commands_per_waiting_process"`
+	Errors             int     `json:"errors"`
 }
 
 // StampedeRow is one approach: New makes the cache of one process on its
@@ -61,7 +69,9 @@ func StampedeRows() []StampedeRow {
 	}
 }
 
-// RunStampede runs cfg.Rounds stampedes of row on the Redis at addr.
+// RunStampede runs cfg.Rounds stampedes of row on the Redis at addr, and
+// then as many with one process alone (its loader), to tell what a waiting
+// process costs from what the loader does.
 func RunStampede(ctx context.Context, addr string, row StampedeRow, cfg StampedeConfig) (StampedeResult, error) {
 	res := StampedeResult{Approach: row.Name, Rounds: cfg.Rounds}
 	writes := make([]*WriteCounter, cfg.Processes)
@@ -79,40 +89,71 @@ func RunStampede(ctx context.Context, addr string, row StampedeRow, cfg Stampede
 	if _, _, err := stampede(ctx, caches, prefix+"warm-up", cfg); err != nil {
 		return res, err
 	}
-	var took []time.Duration
-	var loads int
+	all, err := measureStampedes(ctx, admin, caches, writes, prefix+"round-", cfg)
+	if err != nil {
+		return res, err
+	}
+	solo := cfg
+	solo.Processes, solo.Goroutines = 1, max(cfg.Goroutines/cfg.Processes, 1)
+	alone, err := measureStampedes(ctx, admin, caches[:1], writes[:1], prefix+"alone-", solo)
+	if err != nil {
+		return res, err
+	}
+	res.Errors = all.errors + alone.errors
+	res.Gets = len(all.took)
+	res.Loads = float64(all.loads) / float64(cfg.Rounds)
+	res.P50Ms = ms(Percentile(all.took, 50))
+	res.P99Ms = ms(Percentile(all.took, 99))
+	res.MaxMs = ms(Percentile(all.took, 100))
+	res.RoundP99Ms = ms(Percentile(all.roundP99, 50))
+	res.Requests = float64(all.requests) / float64(res.Gets)
+	res.Commands = float64(all.commands) / float64(res.Gets)
+	perRound := float64(all.commands) / float64(cfg.Rounds)
+	res.CommandsPerProcess = perRound / float64(cfg.Processes)
+	if cfg.Processes > 1 {
+		res.CommandsPerWaiter = (perRound - float64(alone.commands)/float64(cfg.Rounds)) / float64(cfg.Processes-1)
+	}
+	return res, nil
+}
+
+// stampedes is what cfg.Rounds stampedes did.
+type stampedes struct {
+	took               []time.Duration
+	roundP99           []time.Duration
+	loads, errors      int
+	requests, commands int64 // sent by the clients; run by Redis
+}
+
+// measureStampedes runs cfg.Rounds stampedes of keys named prefix and the
+// round over caches.
+func measureStampedes(ctx context.Context, admin *redis.Client, caches []stampedeCache, writes []*WriteCounter, prefix string, cfg StampedeConfig) (stampedes, error) {
+	var s stampedes
 	sent := func() (n int64) {
 		for _, w := range writes {
 			n += w.Writes()
 		}
 		return n
 	}
-	before, beforeSent := readServerStats(ctx, admin)
+	before, beforeErr := readServerStats(ctx, admin)
 	sentBefore := sent()
 	for round := range cfg.Rounds {
-		d, n, err := stampede(ctx, caches, fmt.Sprintf("%sround-%d", prefix, round), cfg)
+		d, n, err := stampede(ctx, caches, fmt.Sprintf("%s%d", prefix, round), cfg)
 		if err != nil {
-			res.Errors++
+			s.errors++
 		}
-		took = append(took, d...)
-		loads += n
+		s.took = append(s.took, d...)
+		s.roundP99 = append(s.roundP99, Percentile(d, 99))
+		s.loads += n
 	}
+	s.requests = sent() - sentBefore
 	after, afterErr := readServerStats(ctx, admin)
-	if err := errors.Join(beforeSent, afterErr); err != nil {
-		return res, err
-	}
-	res.Gets = len(took)
-	res.Loads = float64(loads) / float64(cfg.Rounds)
-	res.P50Ms = ms(Percentile(took, 50))
-	res.P99Ms = ms(Percentile(took, 99))
-	res.MaxMs = ms(Percentile(took, 100))
-	res.Requests = float64(sent()-sentBefore) / float64(res.Gets)
-	res.Commands = float64(after.commands-before.commands-1) / float64(res.Gets)
-	return res, nil
+	s.commands = after.commands - before.commands - 1 // the INFO of before
+	return s, errors.Join(beforeErr, afterErr)
 }
 
 // stampede runs one round: every goroutine Gets key at once. It returns
-// the time each Get took, and how many loads ran.
+// the time from the start of the round to each Get's return, and how many
+// loads ran.
 func stampede(ctx context.Context, caches []stampedeCache, key string, cfg StampedeConfig) ([]time.Duration, int, error) {
 	var mu sync.Mutex
 	loads := 0
@@ -132,15 +173,17 @@ func stampede(ctx context.Context, caches []stampedeCache, key string, cfg Stamp
 	took := make([]time.Duration, cfg.Goroutines)
 	errs := make([]error, cfg.Goroutines)
 	start := make(chan struct{})
+	var begin time.Time // written before start closes
 	var ready, wg sync.WaitGroup
 	for i := range cfg.Goroutines {
 		ready.Add(1)
 		wg.Go(func() {
 			ready.Done()
 			<-start
-			t0 := time.Now()
 			v, err := caches[i%len(caches)].get(ctx, key, load)
-			took[i] = time.Since(t0)
+			// From the start, not from when this goroutine ran: on two
+			// cores, the last of 1,000 goroutines runs milliseconds later.
+			took[i] = time.Since(begin)
 			if err == nil && string(v) != "the value of "+key {
 				err = fmt.Errorf("got %q", v)
 			}
@@ -148,6 +191,7 @@ func stampede(ctx context.Context, caches []stampedeCache, key string, cfg Stamp
 		})
 	}
 	ready.Wait()
+	begin = time.Now()
 	close(start)
 	wg.Wait()
 	return took, loads, errors.Join(errs...)
@@ -156,13 +200,15 @@ func stampede(ctx context.Context, caches []stampedeCache, key string, cfg Stamp
 // WriteStampedeTable writes the results as a markdown table.
 func WriteStampedeTable(w io.Writer, cfg StampedeConfig, results []StampedeResult) {
 	fmt.Fprintf(w, "%d goroutines over %d processes (each a go-redis client and a cache of its own) Get one cold key "+
-		"at once; the load takes %v. %d rounds of a new key each, after a warm-up round.\n\n",
-		cfg.Goroutines, cfg.Processes, cfg.Load, cfg.Rounds)
-	fmt.Fprintf(w, "| row | loads per stampede | p50 | p99 | max | requests per Get | Redis commands per Get |\n")
-	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|\n")
+		"at once; the load takes %v. %d rounds of a new key each, after a warm-up round. Times run from the start "+
+		"of the round to each Get's return. Commands are Redis's, inside scripts included: per Get, per process "+
+		"and round, and per waiting process (a round's less a round of one process alone, over the %d others).\n\n",
+		cfg.Goroutines, cfg.Processes, cfg.Load, cfg.Rounds, cfg.Processes-1)
+	fmt.Fprintf(w, "| row | loads per stampede | p50 | p99 | max | median round's p99 | requests per Get | Redis commands per Get | per process | per waiting process |\n")
+	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range results {
-		fmt.Fprintf(w, "| %s | %.1f | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f |\n",
-			r.Approach, r.Loads, r.P50Ms, r.P99Ms, r.MaxMs, r.Requests, r.Commands)
+		fmt.Fprintf(w, "| %s | %.1f | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.1f | %.1f |\n",
+			r.Approach, r.Loads, r.P50Ms, r.P99Ms, r.MaxMs, r.RoundP99Ms, r.Requests, r.Commands, r.CommandsPerProcess, r.CommandsPerWaiter)
 	}
 	fmt.Fprintln(w)
 	for _, row := range StampedeRows() {

@@ -27,11 +27,13 @@ type Cache struct {
 	err    error // a bad argument to New: every call returns it
 
 	flights *group
+	blocked chan struct{} // a token per Get that waits for a fill blocked on a pooled connection
 
 	life       context.Context // ends when Close is called
 	lifeEnd    context.CancelFunc
 	mu         sync.Mutex
-	closed     bool
+	closed     bool            // under mu, for spawn
+	isClosed   atomic.Bool     // closed, for Get's check without mu
 	wg         sync.WaitGroup  // every goroutine of the Cache
 	refreshing map[string]bool // keys refreshed in the background now
 
@@ -60,7 +62,8 @@ func New(rdb redis.UniversalClient, opts ...Option) *Cache {
 			errs = append(errs, err)
 		}
 	}
-	c := &Cache{rdb: rdb, opts: o, log: o.logger, err: errors.Join(errs...), refreshing: make(map[string]bool)}
+	c := &Cache{rdb: rdb, opts: o, log: o.logger, err: errors.Join(errs...), refreshing: make(map[string]bool),
+		blocked: make(chan struct{}, maxBlockedWaits)}
 	c.life, c.lifeEnd = context.WithCancel(context.Background())
 	c.flights = newGroup(c.life, c.spawn)
 	if c.err == nil {
@@ -78,6 +81,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Cache {
 func (c *Cache) Close() error {
 	c.mu.Lock()
 	c.closed = true
+	c.isClosed.Store(true)
 	c.mu.Unlock()
 	c.lifeEnd()
 	c.wg.Wait()
@@ -105,8 +109,8 @@ func (c *Cache) spawn(work func()) bool {
 // A hit costs one round trip to Redis and takes no lock. On a miss, one
 // caller across all the processes sharing the Redis calls load (within a
 // process, concurrent Gets of a key share one fetch), and the others wait
-// until its value is stored, woken by the release of its lock, or until
-// their ctx ends. The loader's lock is renewed while load runs; if it is
+// until its value is stored, woken by the store, which hands them the
+// value, or until their ctx ends. The loader's lock is renewed while load runs; if it is
 // lost (its process hangs or dies), or load fails, another caller loads.
 // The value Get returns is the caller's own copy.
 //
@@ -135,8 +139,11 @@ func (c *Cache) Get(ctx context.Context, key string, ttl time.Duration, load fun
 	if load == nil {
 		return nil, fmt.Errorf("%w: for %q", ErrNilLoad, key)
 	}
-	r := request{key: key, keys: keysOf(c.opts.prefix, key), ttl: ttl, load: load}
-	v, err := c.flights.do(ctx, key, func(ctx context.Context) ([]byte, error) { return c.fetch(ctx, r) })
+	// Only the first Get of a flight fetches: the others do no more than
+	// join it, so that a stampede's Gets join it fast.
+	v, err := c.flights.do(ctx, key, func(ctx context.Context) ([]byte, error) {
+		return c.fetch(ctx, request{key: key, keys: keysOf(c.opts.prefix, key), ttl: ttl, load: load})
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -152,9 +159,9 @@ func (c *Cache) check(key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: empty", ErrInvalidKey)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	// Not under mu, which a thousand Gets of a stampede would queue on:
+	// a Get that passes just as Close is called gets ErrClosed from spawn.
+	if c.isClosed.Load() {
 		return ErrClosed
 	}
 	return nil

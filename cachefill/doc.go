@@ -17,19 +17,23 @@
 //
 //   - A hit is one round trip (one script) and takes no lock.
 //   - On a miss, one caller loads: within a process, concurrent Gets of a
-//     key share one fetch; across processes, the loader holds a lock (a
-//     dlock lock, renewed while it loads) and the others wait for its
-//     release, which wakes them through Redis Pub/Sub (they do not poll),
-//     then read the value it stored. Each waiting process sends a handful
-//     of commands, however long the load takes.
+//     key share one fetch; across processes, the read that misses first
+//     claims the fill, in the same script, and its caller loads under a
+//     lock (a dlock lock, renewed while it loads). The others block on the
+//     entry's stream of fill messages (one XREAD), to which the loader's
+//     store adds the value: they are woken with the value itself, and do
+//     not poll. A waiting process runs five Redis commands a fill (its
+//     read's four, inside the script, and the XREAD), however long the
+//     load takes, plus one XREAD per further Redis timeout
+//     (WithRedisTimeout) the load lasts.
 //   - A loader stores its value only while it still holds its lock, in one
 //     script, so a loader that lost its lock (paused, cut off) never
 //     overwrites a newer value.
 //   - A load that fails, panics, times out (WithLoadTimeout) or whose lock
 //     is lost stores nothing; its error goes to the Gets of its process,
-//     and the waiters elsewhere elect the next loader among themselves. A
-//     loader whose process dies holds up the others for the lock's ttl at
-//     most (WithLockTTL).
+//     and the waiters elsewhere, told so by a fill message, elect the next
+//     loader among themselves. A loader whose process dies holds up the
+//     others for the lock's ttl at most (WithLockTTL).
 //   - ErrNotFound from a load is remembered for a short ttl
 //     (WithNotFoundTTL), so missing rows do not reach the source on every
 //     request (cache penetration).
@@ -48,9 +52,13 @@
 //
 // # Keys and Redis Cluster
 //
-// The entry of "user:42" is a hash at "cachefill{user:42}:value" and its
-// loader's lock is "cachefill{user:42}:lock"; they share a Cluster slot.
-// WithPrefix changes "cachefill".
+// The entry of "user:42" is a hash at "cachefill{user:42}:value", its
+// loader's lock is "cachefill{user:42}:lock", the claim of its fill
+// "cachefill{user:42}:claim" and the stream of its fill messages (one
+// kept, for a lock's ttl) "cachefill{user:42}:filled"; they share a
+// Cluster slot. WithPrefix changes "cachefill".
+//
+// It needs Redis 7.0 or later (a read claims a fill with SET NX GET).
 //
 // # Failure modes
 //
@@ -62,6 +70,13 @@
 //     gave up on it, and Close waits for it.
 //   - Concurrent Gets of one key in a process share the first one's ttl
 //     and load function.
+//   - A waiter that hears nothing looks at the entry again after the lock
+//     ttl of its own Cache: Caches that share keys should share
+//     WithLockTTL, or a dead loader holds up waiters with a longer one for
+//     that long.
+//   - A waiting XREAD holds a connection of the client's pool for the
+//     Redis timeout at most; a Cache runs four at once, and further waits
+//     (more keys waited for at once) queue for their turn.
 //   - A Redis that evicts or loses keys loses entries: that costs a load,
 //     never a wrong value. An eviction of a loader's lock (a volatile-* or
 //     allkeys-* policy) can let a second loader run.

@@ -16,7 +16,12 @@ type entry struct {
 	gen    string        // how many times the entry was invalidated, as Redis keeps it
 	stale  bool          // invalidated after its loader read gen: to be loaded again
 	ttl    time.Duration // left before it expires; negative without expiry
-	held   bool          // a miss whose loader's lock is held: someone is loading it
+
+	// Of a miss: whether the caller holds the fill's claim, so it is to
+	// load, and the ID of the last message on the stream of fills, after
+	// which the message of the fill it waits for comes.
+	claimed  bool
+	lastFill string
 }
 
 // found reports whether the entry answers a Get: a value, or not found.
@@ -34,10 +39,11 @@ func notFound(key string) error {
 	return fmt.Errorf("%w: %q", ErrNotFound, key)
 }
 
-// read reads the entry of k in one round trip.
-func (c *Cache) read(ctx context.Context, k keys) (entry, error) {
+// read reads the entry of k in one round trip; on a miss, it claims its
+// fill for token unless another caller has.
+func (c *Cache) read(ctx context.Context, k keys, token string) (entry, error) {
 	v, err := bounded(ctx, c, func(ctx context.Context) ([]any, error) {
-		return readScript.Run(ctx, c.rdb, []string{k.entry, k.lock}).Slice()
+		return readScript.Run(ctx, c.rdb, []string{k.entry, k.filled, k.claim}, token, c.opts.lockTTL.Milliseconds()).Slice()
 	})
 	if err != nil {
 		return entry{}, err
@@ -54,12 +60,13 @@ func parseEntry(v []any) (entry, error) {
 	code, _ := v[0].(int64)
 	switch code {
 	case readMiss:
-		if len(v) != 3 {
+		if len(v) != 4 {
 			return entry{}, bad
 		}
 		gen, _ := v[1].(string)
-		held, _ := v[2].(int64)
-		return entry{code: readMiss, gen: gen, held: held == 1}, nil
+		claimed, _ := v[2].(int64)
+		last, _ := v[3].(string)
+		return entry{code: readMiss, gen: gen, claimed: claimed == 1, lastFill: last}, nil
 	case readWrongType:
 		return entry{}, ErrWrongType
 	case readValue, readNotFound:
@@ -99,8 +106,9 @@ type stored struct {
 	gen      string        // the entry's gen as read before the load
 }
 
-// store stores s as the entry of k if token still holds k's lock, in one
-// round trip, and returns the code of store.lua.
+// store stores s as the entry of k if token still holds k's lock, and
+// hands it to the callers that wait for it, in one round trip, and returns
+// the code of store.lua.
 func (c *Cache) store(ctx context.Context, k keys, token string, s stored) (int64, error) {
 	nf := "0"
 	if s.notFound {
@@ -108,8 +116,8 @@ func (c *Cache) store(ctx context.Context, k keys, token string, s stored) (int6
 	}
 	took := max(s.took.Milliseconds(), 1) // 0 would never refresh early
 	code, err := bounded(ctx, c, func(ctx context.Context) (int64, error) {
-		return storeScript.Run(ctx, c.rdb, []string{k.entry, k.lock},
-			token, s.value, nf, s.ttl.Milliseconds(), took, s.gen).Int64()
+		return storeScript.Run(ctx, c.rdb, []string{k.entry, k.lock, k.filled, k.claim},
+			token, s.value, nf, s.ttl.Milliseconds(), took, s.gen, fillMessageTTL(c.opts).Milliseconds()).Int64()
 	})
 	if err == nil && code == storeWrongType {
 		err = ErrWrongType
@@ -122,8 +130,13 @@ func (c *Cache) store(ctx context.Context, k keys, token string, s stored) (int6
 // (go-redis itself may wait for its ReadTimeout): fn then goes on in a
 // goroutine that Close waits for.
 func bounded[T any](ctx context.Context, c *Cache, fn func(context.Context) (T, error)) (T, error) {
+	return boundedFor(ctx, c, c.opts.redisTimeout, fn)
+}
+
+// boundedFor is bounded with a deadline of d, for a call that blocks.
+func boundedFor[T any](ctx context.Context, c *Cache, d time.Duration, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
-	ctx, cancel := context.WithTimeout(ctx, c.opts.redisTimeout)
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	type result struct {
 		v   T

@@ -26,6 +26,7 @@ func (a Counts) Add(b Counts) Counts {
 // EntryKey and LockKey are the Redis keys of key's entry and lock.
 func EntryKey(c *Cache, key string) string { return keysOf(c.opts.prefix, key).entry }
 func LockKey(c *Cache, key string) string  { return keysOf(c.opts.prefix, key).lock }
+func ClaimKey(c *Cache, key string) string { return keysOf(c.opts.prefix, key).claim }
 
 var (
 	RefreshDue = refreshDue

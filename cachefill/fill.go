@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -13,16 +14,18 @@ import (
 
 // request is one Get's key, with what it needs to load the key.
 type request struct {
-	key  string
-	keys keys
-	ttl  time.Duration
-	load func(context.Context) ([]byte, error)
+	key   string
+	keys  keys
+	ttl   time.Duration
+	load  func(context.Context) ([]byte, error)
+	token string // of the fetch, for the fill's claim
 }
 
 // fetch is the work of one flight: read the entry, and on a miss fill it.
 // Only one fetch of a key runs at a time in a process.
 func (c *Cache) fetch(ctx context.Context, r request) ([]byte, error) {
-	e, err := c.read(ctx, r.keys)
+	r.token = strconv.FormatUint(rand.Uint64(), 36)
+	e, err := c.read(ctx, r.keys, r.token)
 	if err != nil {
 		return c.redisFailed(ctx, r, "read", err)
 	}
@@ -32,88 +35,160 @@ func (c *Cache) fetch(ctx context.Context, r request) ([]byte, error) {
 		return e.result(r.key)
 	}
 	c.misses.Add(1)
-	return c.fill(ctx, r, e.held)
+	return c.fill(ctx, r, e)
 }
 
 // fill gets the entry of a key that missed, across processes: the caller
-// that obtains the key's lock loads it and stores it, the others wait for
-// the lock's release and read what it stored. When it stored nothing (its
-// load failed, it died, or it lost its lock), they elect the next loader
-// among themselves the same way. held says that the read that missed saw
-// the lock held: then it waits at once.
-func (c *Cache) fill(ctx context.Context, r request, held bool) ([]byte, error) {
+// whose read claimed the fill (the first to miss) takes the key's lock,
+// loads the entry and stores it; the others wait for its fill message,
+// which brings the entry (see notify.go). When it stored nothing (its load
+// failed, it died, or it lost its lock), they elect the next loader among
+// themselves the same way. e is the read that missed.
+func (c *Cache) fill(ctx context.Context, r request, e entry) ([]byte, error) {
 	for {
-		if !held {
-			lock, err := bounded(ctx, c, func(ctx context.Context) (*dlock.Lock, error) {
-				return c.locker.TryObtain(ctx, r.keys.lock, c.opts.lockTTL, dlock.WithAutoRenew(true))
-			})
-			switch {
-			case err == nil:
-				v, again, err := c.loadAsHolder(ctx, r, lock)
-				if !again {
-					return v, err
-				}
-				continue
-			case !errors.Is(err, dlock.ErrNotObtained):
-				return c.redisFailed(ctx, r, "lock", err)
+		if e.claimed {
+			if done, v, err := c.tryLoad(ctx, r); done {
+				return v, err
 			}
+			// Another caller holds the lock: wait for its fill too.
 		}
 		c.waits.Add(1)
-		if err := c.locker.WaitRelease(ctx, r.keys.lock); err != nil {
-			return c.redisFailed(ctx, r, "wait", err)
+		if done, v, err := c.waitFill(ctx, r, e); done {
+			return v, err
 		}
-		e, err := c.read(ctx, r.keys)
-		if err != nil {
+		var err error
+		if e, err = c.read(ctx, r.keys, r.token); err != nil {
 			return c.redisFailed(ctx, r, "read", err)
 		}
 		if e.found() {
 			return e.result(r.key)
 		}
-		held = e.held // the next loader, elected already, or not yet
 	}
 }
 
-// loadAsHolder loads and stores an entry while it holds the key's lock,
-// and releases the lock. It reports again when the lock was lost before the
-// load gave anything: then another caller loads, and the fill waits for it.
-func (c *Cache) loadAsHolder(ctx context.Context, r request, lock *dlock.Lock) (value []byte, again bool, err error) {
-	defer c.release(ctx, r, lock)
-	// Another process may have stored the entry between our read and the
-	// lock: read it again, which also tells its gen.
-	e, err := c.read(ctx, r.keys)
-	if err != nil {
-		v, err := c.redisFailed(ctx, r, "read", err)
-		return v, false, err
+// tryLoad loads the entry if it obtains the key's lock. It reports not
+// done when another caller holds the lock, or when it lost the lock while
+// it loaded: the fill then waits for the next fill message.
+func (c *Cache) tryLoad(ctx context.Context, r request) (done bool, value []byte, err error) {
+	// The lock is taken only while the entry's key does not exist (the
+	// guard), in the same step: so no entry was stored since the read that
+	// missed, and none was invalidated (gen "0").
+	lock, err := c.obtain(ctx, r, dlock.WithGuard(r.keys.entry))
+	if errors.Is(err, dlock.ErrGuarded) {
+		// An entry stored since, or a mark of Invalidate without one.
+		e, err := c.read(ctx, r.keys, r.token)
+		switch {
+		case err != nil:
+			v, err := c.redisFailed(ctx, r, "read", err)
+			return true, v, err
+		case e.found():
+			c.unclaim(ctx, r)
+			v, err := e.result(r.key)
+			return true, v, err
+		}
+		if lock, err = c.obtain(ctx, r); err == nil {
+			return c.loadMarked(ctx, r, lock)
+		}
 	}
-	if e.found() {
+	switch {
+	case err == nil:
+		return c.loadAsHolder(ctx, r, lock, "0")
+	case errors.Is(err, dlock.ErrNotObtained):
+		return false, nil, nil
+	}
+	// No lock (Redis failed, or the Get's callers all left): let the next
+	// miss claim the fill at once rather than after the claim's ttl.
+	c.unclaim(ctx, r)
+	v, err := c.redisFailed(ctx, r, "lock", err)
+	return true, v, err
+}
+
+// obtain takes the key's lock for a load, at once or not at all.
+func (c *Cache) obtain(ctx context.Context, r request, opts ...dlock.ObtainOption) (*dlock.Lock, error) {
+	opts = append(opts, dlock.WithAutoRenew(true))
+	return bounded(ctx, c, func(ctx context.Context) (*dlock.Lock, error) {
+		return c.locker.TryObtain(ctx, r.keys.lock, c.opts.lockTTL, opts...)
+	})
+}
+
+// unclaim clears the fill claim of r if it is r's, for a fetch that
+// claimed the fill and ends without loading: in a goroutine of its own, so
+// that the Get does not wait for it, also when its context ended; in the
+// fetch's own once the Cache is closing (Close waits for both).
+func (c *Cache) unclaim(ctx context.Context, r request) {
+	ctx = context.WithoutCancel(ctx)
+	clear := func() {
+		ctx, cancel := context.WithTimeout(ctx, c.opts.redisTimeout)
+		defer cancel()
+		if err := unclaimScript.Run(ctx, c.rdb, []string{r.keys.claim}, r.token).Err(); err != nil {
+			c.log.Warn("cachefill: could not clear a fill claim; the next miss waits until it expires",
+				slog.String("key", r.key), slog.Any("err", err))
+		}
+	}
+	if !c.spawn(clear) {
+		clear()
+	}
+}
+
+// loadMarked is loadAsHolder for an entry whose key holds a mark of
+// Invalidate: it reads the mark's gen under the lock first.
+func (c *Cache) loadMarked(ctx context.Context, r request, lock *dlock.Lock) (done bool, value []byte, err error) {
+	e, err := c.read(ctx, r.keys, r.token)
+	if err != nil || e.found() {
+		c.release(ctx, r, lock, true) // nothing loaded: the entry is there, or Redis failed
+		if err != nil {
+			v, err := c.redisFailed(ctx, r, "read", err)
+			return true, v, err
+		}
+		c.unclaim(ctx, r)
 		v, err := e.result(r.key)
-		return v, false, err
+		return true, v, err
 	}
-	v, err := c.loadAndStore(ctx, r, lock, e.gen)
-	if err != nil && lock.Err() != nil && ctx.Err() == nil {
+	return c.loadAsHolder(ctx, r, lock, e.gen)
+}
+
+// loadAsHolder loads and stores an entry while it holds the key's lock,
+// whose gen was gen when the lock was taken, and releases the lock: once
+// it stored the entry, in a goroutine of its own, after Get returned,
+// since the callers that wait hear of the store, not of the release. It
+// reports not done when the lock was lost before the load gave anything:
+// then another caller loads, and the fill waits for it.
+func (c *Cache) loadAsHolder(ctx context.Context, r request, lock *dlock.Lock, gen string) (done bool, value []byte, err error) {
+	v, kept, err := c.loadAndStore(ctx, r, lock, gen)
+	if kept {
+		// The release outlives the Get, which cancels ctx when it returns.
+		ctx := context.WithoutCancel(ctx)
+		if c.spawn(func() { c.release(ctx, r, lock, true) }) {
+			return true, v, err
+		}
+	}
+	lost := lock.Err() != nil // before the release, which ends the lock too
+	c.release(ctx, r, lock, kept)
+	if err != nil && lost && ctx.Err() == nil {
 		c.log.Warn("cachefill: the loader's lock was lost while it loaded; waiting for the next loader",
 			slog.String("key", r.key), slog.Any("err", lock.Err()))
-		return nil, true, nil
+		return false, nil, nil
 	}
-	return v, false, err
+	return true, v, err
 }
 
 // loadAndStore calls the load function and stores what it gives, while
 // lock is held: a value or ErrNotFound (for the not-found ttl), but not
-// another error. It returns the value even if storing it failed.
-func (c *Cache) loadAndStore(ctx context.Context, r request, lock *dlock.Lock, gen string) ([]byte, error) {
+// another error. It returns the value even if storing it failed, and
+// whether it stored it.
+func (c *Cache) loadAndStore(ctx context.Context, r request, lock *dlock.Lock, gen string) (value []byte, kept bool, err error) {
 	l := c.runLoad(ctx, r.key, lock.Done(), r.load)
 	c.loads.Add(1)
 	s := stored{value: l.value, ttl: c.jittered(r.ttl), took: l.took, gen: gen}
 	switch {
 	case errors.Is(l.err, ErrNotFound):
 		if c.opts.notFoundTTL == 0 {
-			return nil, notFound(r.key)
+			return nil, false, notFound(r.key)
 		}
 		s.value, s.notFound, s.ttl = nil, true, c.jittered(c.opts.notFoundTTL)
 		l.err = notFound(r.key)
 	case l.err != nil:
-		return nil, l.err
+		return nil, false, l.err
 	}
 	code, err := c.store(ctx, r.keys, lock.Token(), s)
 	switch {
@@ -123,19 +198,30 @@ func (c *Cache) loadAndStore(ctx context.Context, r request, lock *dlock.Lock, g
 		c.log.Warn("cachefill: the loader's lock was lost before it stored the entry; not stored",
 			slog.String("key", r.key))
 	}
-	return l.value, l.err
+	return l.value, err == nil && code != storeNotHeld, l.err
 }
 
 // release releases a loader's lock, also when its Get's context ended, so
-// the waiters do not have to wait for its ttl.
-func (c *Cache) release(ctx context.Context, r request, lock *dlock.Lock) {
+// the waiters do not have to wait for its ttl; if the loader stored
+// nothing, it tells them so (gaveUp), so that they elect the next loader.
+func (c *Cache) release(ctx context.Context, r request, lock *dlock.Lock, stored bool) {
 	if lock.Err() != nil {
 		return // lost: nothing to release
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.redisTimeout)
 	defer cancel()
-	if err := lock.Release(ctx); err != nil && !errors.Is(err, dlock.ErrNotHeld) {
-		c.log.Warn("cachefill: could not release the loader's lock; it expires",
+	if err := lock.Release(ctx); err != nil {
+		if !errors.Is(err, dlock.ErrNotHeld) {
+			c.log.Warn("cachefill: could not release the loader's lock; it expires",
+				slog.String("key", r.key), slog.Any("err", err))
+		}
+		return
+	}
+	if stored {
+		return
+	}
+	if err := c.gaveUp(ctx, r.keys); err != nil {
+		c.log.Warn("cachefill: could not tell the waiting callers that the load stored nothing; they look again when its lock would have expired",
 			slog.String("key", r.key), slog.Any("err", err))
 	}
 }

@@ -116,8 +116,9 @@ func TestParseEntry(t *testing.T) {
 		want  entry
 		err   bool
 	}{
-		{[]any{int64(0), "0", int64(0)}, entry{code: readMiss, gen: "0"}, false},
-		{[]any{int64(0), "3", int64(1)}, entry{code: readMiss, gen: "3", held: true}, false},
+		{[]any{int64(0), "0", int64(0), "0-0"}, entry{code: readMiss, gen: "0", lastFill: "0-0"}, false},
+		{[]any{int64(0), "3", int64(1), "17-2"}, entry{code: readMiss, gen: "3", claimed: true, lastFill: "17-2"}, false},
+		{[]any{int64(0), "0", int64(0)}, entry{}, true},
 		{[]any{int64(0)}, entry{}, true},
 		{[]any{int64(1), "v", "12", "tok", "2", "1", int64(500)},
 			entry{code: readValue, value: []byte("v"), delta: 12 * time.Millisecond, filler: "tok", gen: "2", stale: true, ttl: 500 * time.Millisecond}, false},
@@ -137,23 +138,26 @@ func TestParseEntry(t *testing.T) {
 		}
 		if !tt.err && (got.code != tt.want.code || string(got.value) != string(tt.want.value) || got.delta != tt.want.delta ||
 			got.filler != tt.want.filler || got.gen != tt.want.gen || got.stale != tt.want.stale || got.ttl != tt.want.ttl ||
-			got.held != tt.want.held) {
+			got.claimed != tt.want.claimed || got.lastFill != tt.want.lastFill) {
 			t.Errorf("parseEntry(%v) = %+v, want %+v", tt.reply, got, tt.want)
 		}
 	}
 }
 
-// The two keys of an entry share their hash tag, and no two cache keys
-// share a Redis key.
+// The keys of an entry share their hash tag, and no two cache keys share a
+// Redis key.
 func TestKeysOf(t *testing.T) {
-	keys := []string{"user:42", "}", "}x", "x}", "{a}b", "a{b}c", "a:lock", "a}:lock", "}:value", "x", "\x00"}
+	keys := []string{"user:42", "}", "}x", "x}", "{a}b", "a{b}c", "a:lock", "a}:lock", "}:value", "}:filled", "}:claim", "x", "\x00"}
 	seen := make(map[string]string)
 	for _, key := range keys {
 		k := keysOf("p", key)
-		if tag(k.entry) != tag(k.lock) || tag(k.entry) == "" {
-			t.Errorf("keys of %q: %q and %q, tags %q and %q", key, k.entry, k.lock, tag(k.entry), tag(k.lock))
+		all := []string{k.entry, k.lock, k.filled, k.claim}
+		for _, rk := range all {
+			if tag(rk) != tag(k.entry) || tag(rk) == "" {
+				t.Errorf("keys of %q: %q, tags %q and %q", key, all, tag(k.entry), tag(rk))
+			}
 		}
-		for _, rk := range []string{k.entry, k.lock} {
+		for _, rk := range all {
 			if other, ok := seen[rk]; ok {
 				t.Errorf("%q and %q both use %q", key, other, rk)
 			}

@@ -1,18 +1,24 @@
 package cachefill
 
-// keys are the two Redis keys of one cache entry: the entry itself (a hash)
-// and the lock its loader holds. A script that stores the entry checks the
-// lock, so both must hash to one Cluster slot.
+// keys are the Redis keys of one cache entry: the entry itself (a hash),
+// the lock its loader holds, the stream on which its loaders tell the
+// callers that wait that they are done, and the claim of the caller that
+// saw a miss first. The scripts use them together, so all must hash to one
+// Cluster slot.
 type keys struct {
-	entry string
-	lock  string
+	entry  string
+	lock   string
+	filled string
+	claim  string
 }
 
-// The suffixes of the two keys. Neither ends the other, so the entry key of
-// one cache key is never the lock key of another.
+// The suffixes of the keys. None ends another, so a key of one cache key is
+// never another key of another.
 const (
-	entrySuffix = ":value"
-	lockSuffix  = ":lock"
+	entrySuffix  = ":value"
+	lockSuffix   = ":lock"
+	filledSuffix = ":filled"
+	claimSuffix  = ":claim"
 )
 
 // keysOf returns the keys of the entry for key. Both start with one hash
@@ -33,5 +39,5 @@ func keysOf(prefix, key string) keys {
 	} else {
 		base = prefix + "{" + key + "}"
 	}
-	return keys{entry: base + entrySuffix, lock: base + lockSuffix}
+	return keys{entry: base + entrySuffix, lock: base + lockSuffix, filled: base + filledSuffix, claim: base + claimSuffix}
 }

@@ -38,12 +38,13 @@ func waitsFor(t *testing.T, cache *cachefill.Cache) {
 }
 
 // A loader whose process died holds the lock until its ttl runs out: then
-// a waiter loads.
+// a waiter, which looks again after the lock ttl of its Cache (the same as
+// the dead loader's), loads.
 func TestDeadLoaderIsReplacedAfterItsTTL(t *testing.T) {
 	t.Parallel()
 	rdb := shared(t)
 	key := testKey(t)
-	cache := newCache(t, rdb)
+	cache := newCache(t, rdb, cachefill.WithLockTTL(300*time.Millisecond))
 	// The dead loader: a lock taken on the key, never released.
 	locker := dlock.New(rdb)
 	defer locker.Close()
@@ -190,5 +191,27 @@ func TestLoadPanicIsAnError(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("Get of a panicking load returned no error")
+	}
+}
+
+// A caller that claimed a key's fill and died before it took the lock (its
+// claim is there, no lock) holds up the others for the lock's ttl at most:
+// then one of them loads.
+func TestDeadClaimantIsReplaced(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	key := testKey(t)
+	cache := newCache(t, rdb, cachefill.WithLockTTL(300*time.Millisecond))
+	ctx := timeout(t, 10*time.Second)
+	if err := rdb.Set(ctx, cachefill.ClaimKey(cache, key), "dead", 300*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	src := &source{value: "fresh"}
+	v, err := cache.Get(ctx, key, time.Minute, src.load)
+	if err != nil || string(v) != "fresh" {
+		t.Fatalf("Get after a dead claimant = %q, %v", v, err)
+	}
+	if c := cachefill.CountsOf(cache); c.Waits == 0 || src.loads.Load() != 1 {
+		t.Errorf("counts %+v, loads %d: want a wait, then one load", c, src.loads.Load())
 	}
 }

@@ -72,7 +72,9 @@ func WithPrefix(prefix string) Option {
 // WithLockTTL sets the ttl of the lock a loader holds while it loads. The
 // lock is renewed while the load runs, so the ttl is how long the other
 // callers wait for a loader whose process died or hangs before one of them
-// loads instead. At least a millisecond; default DefaultLockTTL.
+// loads instead: a waiter that hears nothing looks again after it. Caches
+// that share keys should share it. At least a millisecond; default
+// DefaultLockTTL.
 func WithLockTTL(d time.Duration) Option {
 	return func(o *options) error {
 		if d < time.Millisecond {
@@ -146,7 +148,8 @@ func WithEarlyRefresh(beta float64) Option {
 // WithRedisTimeout bounds each call to Redis that a Get makes before it
 // waits for a loader (a read, a store, a lock): Redis counts as
 // unreachable when a call takes longer. Waiting for a loader is bounded by
-// the Get's context only. Positive; default DefaultRedisTimeout.
+// the Get's context only; it blocks on Redis for d at most at a time, so
+// that Close returns within d of it. Positive; default DefaultRedisTimeout.
 func WithRedisTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {

@@ -71,8 +71,9 @@ func (c *Cache) refresh(ctx context.Context, r request, seen entry) {
 		}
 		return
 	}
-	defer c.release(ctx, r, lock)
-	e, err := c.read(ctx, r.keys)
+	kept := true // nobody waits for a fill of an entry that is there
+	defer func() { c.release(ctx, r, lock, kept) }()
+	e, err := c.read(ctx, r.keys, r.token)
 	switch {
 	case err != nil:
 		c.log.Warn("cachefill: early refresh could not read", slog.String("key", r.key), slog.Any("err", err))
@@ -81,7 +82,8 @@ func (c *Cache) refresh(ctx context.Context, r request, seen entry) {
 		return // refreshed meanwhile
 	}
 	c.refreshes.Add(1)
-	if _, err := c.loadAndStore(ctx, r, lock, e.gen); err != nil && !errors.Is(err, ErrNotFound) {
+	_, kept, err = c.loadAndStore(ctx, r, lock, e.gen)
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		c.log.Warn("cachefill: early refresh failed; the entry stays as it is", slog.String("key", r.key), slog.Any("err", err))
 	}
 }

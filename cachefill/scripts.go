@@ -16,12 +16,15 @@ var (
 	storeLua string
 	//go:embed lua/invalidate.lua
 	invalidateLua string
+	//go:embed lua/unclaim.lua
+	unclaimLua string
 )
 
 var (
 	readScript       = redis.NewScript(readLua)
 	storeScript      = redis.NewScript(storeLua)
 	invalidateScript = redis.NewScript(invalidateLua)
+	unclaimScript    = redis.NewScript(unclaimLua)
 )
 
 // Reply codes of read.lua.

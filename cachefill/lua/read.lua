@@ -8,14 +8,22 @@
 --   g  how many times it was invalidated (absent: 0)
 --   s  "1": invalidated after the loader read g, so to be loaded again
 -- Invalidate leaves a hash with only g and s where there was no entry.
--- KEYS[2]: the lock of the entry's loader
+-- KEYS[2]: the entry's fills, a stream of one message that each loader adds
+--          when it is done (see store.lua and notify.go)
+-- KEYS[3]: the entry's fill claim: the token of the caller that saw the miss
+--          first, and fills it; the others wait for its fill message
+-- ARGV[1]: the caller's token, which claims the fill on a miss
+-- ARGV[2]: how long a claim lives unless its fill clears it, in ms
 --
 -- Returns one of:
---   {0, g, held}  a miss: no entry, or only a mark of Invalidate; held is 1
---                 when a loader holds the lock, else 0
+--   {0, g, claimed, last}  a miss: no entry, or only a mark of Invalidate;
+--                 claimed is 1 when the caller holds the fill claim (it
+--                 took it now, or had it), else 0; last is the ID of the
+--                 last fill message ("0-0" for none), after which the
+--                 caller reads the message of the fill it waits for
 --   {1, value, d, f, g, s, pttl}  a value
 --   {2, "", d, f, g, s, pttl}     not found, remembered
---   {3}           the entry's key holds another type
+--   {3}           a key of the entry holds another type
 local e = redis.pcall('HMGET', KEYS[1], 'v', 'nf', 'd', 'f', 'g', 's')
 if type(e) == 'table' and e['err'] then
   if string.find(e['err'], 'WRONGTYPE') then
@@ -30,6 +38,23 @@ elseif e[2] == '1' then
   code = 2
 end
 if code == 0 then
-  return {0, e[5] or '0', redis.call('EXISTS', KEYS[2])}
+  local last = '0-0'
+  local m = redis.pcall('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+  if type(m) == 'table' and m[1] then
+    last = m[1][1]
+  end
+  -- SET NX GET: nil when it took the claim, else the holder's token
+  local holder = redis.pcall('SET', KEYS[3], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+  if type(holder) == 'table' and holder['err'] then
+    if string.find(holder['err'], 'WRONGTYPE') then
+      return {3}
+    end
+    return redis.error_reply(holder['err'])
+  end
+  local claimed = 0
+  if not holder or holder == ARGV[1] then
+    claimed = 1
+  end
+  return {0, e[5] or '0', claimed, last}
 end
 return {code, e[1] or '', e[3] or '0', e[4] or '', e[5] or '0', e[6] or '0', redis.call('PTTL', KEYS[1])}

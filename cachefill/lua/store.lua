@@ -1,13 +1,21 @@
--- store: the entry of a cache key, if the loader still holds its lock.
+-- store: the entry of a cache key, if the loader still holds its lock, and
+-- a message to the callers that wait for it.
 --
 -- KEYS[1]: the entry (see read.lua)
 -- KEYS[2]: the loader's lock: a string, the holder's token
+-- KEYS[3]: the entry's fills (see read.lua)
+-- KEYS[4]: the entry's fill claim (see read.lua), which it clears
 -- ARGV[1]: the loader's token
 -- ARGV[2]: the value ("" when ARGV[3] is "1")
 -- ARGV[3]: "1" to store not found, "0" to store the value
 -- ARGV[4]: ttl, ms
 -- ARGV[5]: how long the load took, ms
 -- ARGV[6]: the entry's g as the loader read it before it loaded
+-- ARGV[7]: how long the fill message lives, ms
+--
+-- The fill message (XADD, one kept) has the field r, "1" with the value in
+-- v, or "2" for not found: a caller blocked on the stream (XREAD) gets the
+-- entry in the reply that wakes it.
 --
 -- Returns:
 --   0 the lock is not the loader's (it expired, or was taken over):
@@ -19,11 +27,11 @@
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
   return 0
 end
-local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind ~= 'none' and kind ~= 'hash' then
+local g = redis.pcall('HGET', KEYS[1], 'g')
+if type(g) == 'table' and g['err'] then
   return 3
 end
-local g = redis.call('HGET', KEYS[1], 'g') or '0'
+g = g or '0'
 local stale = '0'
 if g ~= ARGV[6] then
   stale = '1'
@@ -31,10 +39,14 @@ end
 redis.call('DEL', KEYS[1])
 if ARGV[3] == '1' then
   redis.call('HSET', KEYS[1], 'nf', '1', 'd', ARGV[5], 'f', ARGV[1], 'g', g, 's', stale)
+  redis.pcall('XADD', KEYS[3], 'MAXLEN', 1, '*', 'r', '2')
 else
   redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[5], 'f', ARGV[1], 'g', g, 's', stale)
+  redis.pcall('XADD', KEYS[3], 'MAXLEN', 1, '*', 'r', '1', 'v', ARGV[2])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.pcall('PEXPIRE', KEYS[3], ARGV[7])
+redis.call('DEL', KEYS[4])
 if stale == '1' then
   return 2
 end

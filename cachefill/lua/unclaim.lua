@@ -1,0 +1,11 @@
+-- unclaim: clear the fill claim of a caller that found the entry after it
+-- claimed its fill, so that the next miss does not wait for this one.
+--
+-- KEYS[1]: the entry's fill claim (see read.lua)
+-- ARGV[1]: the caller's token
+--
+-- Returns 1 when the claim was the caller's and is cleared, else 0.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
