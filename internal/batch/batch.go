@@ -126,3 +126,11 @@ func (b *Batcher[T]) put(w *waiter[T]) {
 	*w = waiter[T]{wake: w.wake}
 	b.pool.Put(w)
 }
+
+// Queued returns how many calls wait for a lane now: for tests that need a
+// call queued before they go on.
+func (b *Batcher[T]) Queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}
