@@ -44,8 +44,10 @@
 //     that no call keeps Redis busy for long; a call that finds more runs
 //     again until none is left (each expired hold is returned once).
 //   - A failed call changes nothing: bad input never reaches Redis, and
-//     the scripts read every key before they write one, and a key of
-//     another type stops them there.
+//     the scripts check every key before they write one, and a key of
+//     another type stops them there. (A sku's level keeps the earliest
+//     deadline of its holds, so that a call before it does not look for
+//     expired holds; it then checks the holds by its first write.)
 //   - Every call returns when its context ends, even if Redis does not
 //     answer; the call may still take effect, which a retry with the same
 //     order makes harmless. [Inventory.Close] waits for such calls.
