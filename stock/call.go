@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // call is one operation of the Inventory: a script, what it is about (for
@@ -20,6 +18,11 @@ type call struct {
 	order string
 	keys  []string
 	args  []any
+	// batched: the call may go out in one pipeline with others of the
+	// Inventory (internal/batch). Only calls that are harmless to run
+	// twice are: go-redis sends a whole pipeline again when its connection
+	// fails, replies read already included.
+	batched bool
 }
 
 func (inv *Inventory) newCall(op, sku, order string, keys []string, args ...any) *call {
@@ -28,11 +31,17 @@ func (inv *Inventory) newCall(op, sku, order string, keys []string, args ...any)
 
 // run runs s until it stops asking to be called again, and turns its
 // reply's code into an error.
-func (c *call) run(ctx context.Context, s *redis.Script) (reply, error) {
+func (c *call) run(ctx context.Context, s script) (reply, error) {
 	args := slices.Concat(c.inv.retention[:1], c.args)
 	r, err := c.inv.bounded(ctx, func(ctx context.Context) (reply, error) {
 		for {
-			v, err := s.Run(ctx, c.inv.rdb, c.keys, args...).Slice()
+			run := &scriptRun{s: s, keys: c.keys, args: args}
+			if c.batched {
+				c.inv.batch.Do(ctx, run)
+			} else {
+				c.inv.send(ctx, []*scriptRun{run})
+			}
+			v, err := run.cmd.Slice()
 			if err != nil {
 				return reply{}, err
 			}

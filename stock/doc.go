@@ -15,6 +15,15 @@
 // no WATCH retries, no compensation. [Inventory.ReserveAll] reserves a cart
 // of several skus, all or nothing.
 //
+// Calls of one Inventory that come together go out together: a Reserve,
+// Commit or Cancel made while two batches of the Inventory are in flight
+// waits for one of them to come back, then goes out as one pipeline with
+// every call that queued meanwhile, in the order they came, each with its
+// own reply or error. A call on a quiet Inventory is sent at once, with no
+// timer, so batching adds no wait to a lone caller, and under load it saves
+// round trips and Redis work; that is one reason to share one Inventory per
+// process.
+//
 // # Guarantees
 //
 //   - No oversell: a reservation takes its units only if that many are
@@ -35,8 +44,10 @@
 //     that no call keeps Redis busy for long; a call that finds more runs
 //     again until none is left (each expired hold is returned once).
 //   - A failed call changes nothing: bad input never reaches Redis, and
-//     the scripts read every key before they write one, and a key of
-//     another type stops them there.
+//     the scripts check every key before they write one, and a key of
+//     another type stops them there. (A sku's level keeps the earliest
+//     deadline of its holds, so that a call before it does not look for
+//     expired holds; it then checks the holds by its first write.)
 //   - Every call returns when its context ends, even if Redis does not
 //     answer; the call may still take effect, which a retry with the same
 //     order makes harmless. [Inventory.Close] waits for such calls.
@@ -64,7 +75,10 @@
 //     orders forgotten. Use noeviction, or a volatile-* policy.
 //   - A call whose context ended before Redis answered returns an error,
 //     yet may have taken effect: retry it with the same order, or let the
-//     hold expire.
+//     hold expire. The same for a call whose connection broke: go-redis
+//     fails every call of a batch whose connection broke, those answered
+//     already too, or sends the whole batch again (its MaxRetries), which
+//     the batched calls are harmless to run twice.
 //   - A hold is measured on the Redis server's clock: a clock that steps
 //     forward ends holds early, and one that steps back makes them last
 //     longer.

@@ -149,3 +149,56 @@ func TestRedisRestartedEmpty(t *testing.T) {
 		t.Errorf("Available after a restart = %v, want ErrUnknownSKU", err)
 	}
 }
+
+// A short hold after a long one expires in its time: the script that looks
+// for due orders only when one may be due (the sku's level keeps the
+// earliest deadline) learns of the earlier deadline.
+func TestShortHoldAfterLongOne(t *testing.T) {
+	t.Parallel()
+	inv := newInventory(t, shared(t))
+	ctx := context.Background()
+	sku := testSKU(t, "shirt")
+	mustSet(t, inv, sku, 10)
+	if err := inv.Reserve(ctx, sku, "long", 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Reserve(ctx, sku, "short", 2, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the short hold back", func() bool {
+		return levels(t, inv, sku) == stock.Levels{Available: 9, Held: 1}
+	})
+	if err := inv.Commit(ctx, sku, "short"); !errors.Is(err, stock.ErrNoReservation) {
+		t.Errorf("Commit of the expired hold = %v, want ErrNoReservation", err)
+	}
+}
+
+// A sku written by a version that kept no earliest deadline in its level
+// (or whose deadline was lost) has its due holds looked for, and returned.
+func TestLevelWithoutDue(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	prefix := testPrefix(t)
+	inv := newInventory(t, rdb, stock.WithPrefix(prefix))
+	ctx := context.Background()
+	mustSet(t, inv, "shirt", 10)
+	if err := inv.Reserve(ctx, "shirt", "long", 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Reserve(ctx, "shirt", "short", 2, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	level := prefix + "{shirt}:level"
+	if err := rdb.HDel(ctx, level, "due").Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the short hold back", func() bool {
+		return levels(t, inv, "shirt") == stock.Levels{Available: 9, Held: 1}
+	})
+	// Now the level knows the earliest deadline again: the long hold's.
+	due, err := rdb.HGet(ctx, level, "due").Int64()
+	score, zerr := rdb.ZScore(ctx, prefix+"{shirt}:holds", "long").Result()
+	if err != nil || zerr != nil || due != int64(score) {
+		t.Errorf("due %d (%v), want the long hold's deadline %v (%v)", due, err, score, zerr)
+	}
+}

@@ -148,6 +148,38 @@ func TestWrongType(t *testing.T) {
 	}
 }
 
+// The holds of a sku replaced by a key of another type while no hold is
+// due, so that no call reads them before it writes: a Reserve or a Commit
+// still says so and changes nothing.
+func TestWrongTypeHolds(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	prefix := testPrefix(t)
+	inv := newInventory(t, rdb, stock.WithPrefix(prefix))
+	ctx := context.Background()
+	mustSet(t, inv, "shirt", 5)
+	if err := inv.Reserve(ctx, "shirt", "o1", 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	holds := prefix + "{shirt}:holds"
+	if err := rdb.Del(ctx, holds).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, holds, "not a sorted set", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Reserve(ctx, "shirt", "o2", 1, time.Minute); !errors.Is(err, stock.ErrWrongType) || !strings.Contains(err.Error(), holds) {
+		t.Errorf("Reserve = %v, want ErrWrongType naming %s", err, holds)
+	}
+	if err := inv.Commit(ctx, "shirt", "o1"); !errors.Is(err, stock.ErrWrongType) || !strings.Contains(err.Error(), holds) {
+		t.Errorf("Commit = %v, want ErrWrongType naming %s", err, holds)
+	}
+	wantLevels(t, inv, "shirt", stock.Levels{Available: 4, Held: 1})
+	if got, err := rdb.HGetAll(ctx, prefix+"{shirt}:order").Result(); err != nil || len(got) != 1 || got["o1"] != "held:1" {
+		t.Errorf("the orders: %v, %v; want o1 held only", got, err)
+	}
+}
+
 // A call returns when its context ends even if Redis does not answer, and
 // Close waits for the call to finish.
 func TestContextEndsFirst(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/batch"
 )
 
 // Inventory counts the units of any number of skus in Redis, and the
@@ -18,6 +20,7 @@ type Inventory struct {
 	prefix    string
 	retention []any // ARGV[1] of every script: the retention in ms
 	err       error // a bad argument to New: every call returns it
+	batch     *batch.Batcher[*scriptRun]
 
 	mu     sync.Mutex
 	closed bool
@@ -49,12 +52,14 @@ func New(rdb redis.UniversalClient, opts ...Option) *Inventory {
 			errs = append(errs, err)
 		}
 	}
-	return &Inventory{
+	inv := &Inventory{
 		rdb:       rdb,
 		prefix:    o.prefix,
 		retention: []any{strconv.FormatInt(o.retention.Milliseconds(), 10)},
 		err:       errors.Join(errs...),
 	}
+	inv.batch = batch.New(batchLanes, inv.send)
+	return inv
 }
 
 // Close waits for the calls whose callers gave up on them when their context

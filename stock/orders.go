@@ -69,7 +69,7 @@ func (inv *Inventory) reserve(ctx context.Context, order string, skus []string, 
 		}
 		args = append(args, strconv.FormatInt(n, 10))
 	}
-	c := &call{inv: inv, op: "reserve", skus: skus, qty: qty, order: order, keys: inv.keysOf(skus), args: args}
+	c := &call{inv: inv, op: "reserve", skus: skus, qty: qty, order: order, keys: inv.keysOf(skus), args: args, batched: true}
 	_, err := c.run(ctx, reserveScript)
 	return err
 }
@@ -113,7 +113,7 @@ func (inv *Inventory) settle(ctx context.Context, op, outcome, order string, sku
 	if err := inv.checkSKUs(skus); err != nil {
 		return err
 	}
-	c := &call{inv: inv, op: op, skus: skus, order: order, keys: inv.keysOf(skus), args: []any{order, outcome}}
+	c := &call{inv: inv, op: op, skus: skus, order: order, keys: inv.keysOf(skus), args: []any{order, outcome}, batched: true}
 	_, err := c.run(ctx, settleScript)
 	return err
 }

@@ -9,8 +9,8 @@ import (
 // The Lua scripts, one file per operation, each run after prelude.lua,
 // which holds what they share: the keys of a sku, the reply codes, and the
 // return of expired holds to the stock. Each file's header documents its
-// KEYS, ARGV and replies. go-redis runs them with EVALSHA, and with EVAL
-// when the server does not have them (NOSCRIPT).
+// KEYS, ARGV and replies. They run with EVALSHA, and with EVAL when the
+// server does not have them (NOSCRIPT): see send.go.
 var (
 	//go:embed lua/prelude.lua
 	preludeLua string
@@ -27,9 +27,19 @@ var (
 )
 
 var (
-	reserveScript = redis.NewScript(preludeLua + reserveLua)
-	settleScript  = redis.NewScript(preludeLua + settleLua)
-	levelsScript  = redis.NewScript(preludeLua + levelsLua)
-	setScript     = redis.NewScript(preludeLua + setLua)
-	addScript     = redis.NewScript(preludeLua + addLua)
+	reserveScript = newScript(preludeLua + reserveLua)
+	settleScript  = newScript(preludeLua + settleLua)
+	levelsScript  = newScript(preludeLua + levelsLua)
+	setScript     = newScript(preludeLua + setLua)
+	addScript     = newScript(preludeLua + addLua)
 )
+
+// script is a Lua script's source and its SHA1 digest, which EVALSHA
+// names it by.
+type script struct {
+	src, hash string
+}
+
+func newScript(src string) script {
+	return script{src: src, hash: redis.NewScript(src).Hash()}
+}

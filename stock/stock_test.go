@@ -231,3 +231,44 @@ func TestDelete(t *testing.T) {
 		t.Errorf("Delete of an empty sku = %v, want ErrInvalidSKU", err)
 	}
 }
+
+// With no hold due (the script does not look for expired holds): a retry
+// finds the order's hold even with the stock sold out, another quantity is
+// a conflict, a cancelled order reserves again, a committed one is so
+// already.
+func TestReserveWithNothingDue(t *testing.T) {
+	t.Parallel()
+	inv := newInventory(t, shared(t))
+	ctx := context.Background()
+	sku := testSKU(t, "shirt")
+	mustSet(t, inv, sku, 3)
+	if err := inv.Reserve(ctx, sku, "o1", 3, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Reserve(ctx, sku, "o1", 3, time.Hour); err != nil {
+		t.Errorf("the retried Reserve, sold out = %v, want nil", err)
+	}
+	if err := inv.Reserve(ctx, sku, "o1", 2, time.Hour); !errors.Is(err, stock.ErrConflict) {
+		t.Errorf("Reserve of another quantity = %v, want ErrConflict", err)
+	}
+	if err := inv.Reserve(ctx, sku, "o2", 1, time.Hour); !errors.Is(err, stock.ErrSoldOut) {
+		t.Errorf("Reserve of a new order, sold out = %v, want ErrSoldOut", err)
+	}
+	if err := inv.Cancel(ctx, sku, "o1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Reserve(ctx, sku, "o1", 2, time.Hour); err != nil {
+		t.Errorf("Reserve of a cancelled order = %v, want nil", err)
+	}
+	if err := inv.Reserve(ctx, sku, "o2", 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	wantLevels(t, inv, sku, stock.Levels{Available: 0, Held: 3})
+	if err := inv.Commit(ctx, sku, "o1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Reserve(ctx, sku, "o1", 2, time.Hour); err != nil {
+		t.Errorf("Reserve of a committed order = %v, want nil (already so)", err)
+	}
+	wantLevels(t, inv, sku, stock.Levels{Available: 0, Held: 1, Sold: 2})
+}

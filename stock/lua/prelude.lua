@@ -2,7 +2,10 @@
 -- in front of each). It defines locals only: Redis forbids globals.
 --
 -- Every script works on one or more skus, three KEYS each, in this order:
---   level   hash: available, held, sold (units); it exists once the sku is set
+--   level   hash: available, held, sold (units); it exists once the sku is set;
+--           and due (ms of server time): no score in holds is earlier, so
+--           that a call before it need not look for orders due (missing:
+--           not known, look; NEVER: holds is empty)
 --   orders  hash: order -> "held:<qty>", "sold:<qty>", "cancelled:<qty>" or "expired:<qty>"
 --   holds   zset: order -> for a held order the deadline of its hold, for the
 --           others when their outcome is forgotten; in ms of server time
@@ -28,6 +31,9 @@ local STATE = {held = 1, sold = 2, cancelled = 3, expired = 4} -- none: 0
 -- more asks to be called again (AGAIN), having changed nothing else, so
 -- that no call keeps Redis busy for long.
 local BATCH = 100
+
+-- The due of a sku whose holds are empty: later than any deadline (2^53).
+local NEVER = 9007199254740992
 
 local RETENTION = tonumber(ARGV[1])
 local SKUS = #KEYS / 3
@@ -55,11 +61,12 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- read runs a command that only reads KEYS[k], and returns its reply, or
--- nil and the reply for a key of another type. The scripts read each of
--- their keys before they write any, so that a call that meets a key of
--- another type changes nothing.
-local function read(k, ...)
+-- checked runs a command on KEYS[k] and returns its reply, or nil and the
+-- reply for a key of another type. The scripts read each of their keys
+-- before they write any, or make their first write the one to a key they
+-- did not read, so that a call that meets a key of another type changes
+-- nothing.
+local function checked(k, ...)
   local r = redis.pcall(...)
   if type(r) == 'table' and r.err then
     if string.find(r.err, 'WRONGTYPE', 1, true) then
@@ -70,27 +77,29 @@ local function read(k, ...)
   return r
 end
 
--- look reads what a script needs of sku i into s: its level, and the
--- record of order unless order is nil. Units stay numbers of whole units.
+-- look reads what a script needs of sku i into s: its level (due 0 when not
+-- known), and the record of order unless order is nil. Units stay numbers
+-- of whole units.
 local function look(i, order, s)
   local level, orders = sku_keys(i)
-  local v, bad = read(3 * i + 1, 'HMGET', level, 'available', 'held', 'sold')
+  local v, bad = checked(3 * i + 1, 'HMGET', level, 'available', 'held', 'sold', 'due')
   if bad then
     return bad
   end
   s.known = v[1] ~= false
   s.available, s.held, s.sold = tonumber(v[1] or 0), tonumber(v[2] or 0), tonumber(v[3] or 0)
+  s.due = tonumber(v[4] or 0)
   if order then
-    s.record, bad = read(3 * i + 2, 'HGET', orders, order)
+    s.record, bad = checked(3 * i + 2, 'HGET', orders, order)
   else
-    v, bad = read(3 * i + 2, 'HLEN', orders)
+    v, bad = checked(3 * i + 2, 'HLEN', orders)
   end
   return bad
 end
 
 -- settle_due handles the orders due of sku i: an expired hold's units go
 -- back to the stock, and its outcome is remembered; an outcome past its
--- retention is forgotten.
+-- retention is forgotten. Then it writes the sku's next due.
 local function settle_due(i, now, due, s)
   local level, orders, holds = sku_keys(i)
   local back = 0
@@ -105,25 +114,30 @@ local function settle_due(i, now, due, s)
       redis.call('ZREM', holds, order)
     end
   end
-  if back > 0 and s.known then
+  local first = redis.call('ZRANGE', holds, 0, 0, 'WITHSCORES')
+  s.due = tonumber(first[2] or NEVER)
+  if s.known then
     s.available, s.held = s.available + back, s.held - back
-    redis.call('HSET', level, 'available', int(s.available), 'held', int(s.held))
+    redis.call('HSET', level, 'available', int(s.available), 'held', int(s.held), 'due', int(s.due))
   end
 end
 
 -- begin reads every key, then settles the orders due (BATCH per sku at
 -- most). It returns the server time in ms and, for each sku (from 0), what
 -- look found; or nil and the reply to return at once: a key of another
--- type, or AGAIN when more is due.
+-- type, or AGAIN when more is due. A lone sku whose due is later than now
+-- has nothing due, and its holds are not read: a script adds to them
+-- first (add_hold).
 local function begin(order)
   local now = now_ms()
   local skus = {}
   for i = 0, SKUS - 1 do
     local _, _, holds = sku_keys(i)
     local s = {}
-    local bad
-    s.due, bad = read(3 * i + 3, 'ZRANGEBYSCORE', holds, '-inf', now, 'LIMIT', 0, BATCH)
-    bad = bad or look(i, order, s)
+    local bad = look(i, order, s)
+    if not bad and (s.due <= now or SKUS > 1) then
+      s.due_orders, bad = checked(3 * i + 3, 'ZRANGEBYSCORE', holds, '-inf', now, 'LIMIT', 0, BATCH)
+    end
     if bad then
       return nil, bad
     end
@@ -132,13 +146,13 @@ local function begin(order)
   local again = false
   for i = 0, SKUS - 1 do
     local s = skus[i]
-    if #s.due > 0 then
-      settle_due(i, now, s.due, s)
-      if order then
+    if s.due_orders and (#s.due_orders > 0 or s.due <= now) then
+      settle_due(i, now, s.due_orders, s)
+      if order and #s.due_orders > 0 then
         local _, orders = sku_keys(i)
         s.record = redis.call('HGET', orders, order)
       end
-      again = again or #s.due == BATCH
+      again = again or #s.due_orders == BATCH
     end
   end
   if again then
@@ -147,8 +161,22 @@ local function begin(order)
   return now, skus
 end
 
--- put writes the level of sku i from s.
-local function put(i, s)
-  redis.call('HSET', sku_keys(i), 'available', int(s.available), 'held', int(s.held), 'sold', int(s.sold))
+-- add_hold scores order in the holds of sku i, and brings the sku's due
+-- forward to the score if it is earlier (put writes it). It is the first
+-- write to sku i, as begin may not have read its holds: it returns the
+-- reply for a key of another type, and then nothing has changed.
+local function add_hold(i, s, order, score)
+  local _, _, holds = sku_keys(i)
+  local _, bad = checked(3 * i + 3, 'ZADD', holds, score, order)
+  if bad then
+    return bad
+  end
+  if score < s.due then
+    s.due = score
+  end
 end
 
+-- put writes the level of sku i from s.
+local function put(i, s)
+  redis.call('HSET', sku_keys(i), 'available', int(s.available), 'held', int(s.held), 'sold', int(s.sold), 'due', int(s.due))
+end

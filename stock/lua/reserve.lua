@@ -11,7 +11,7 @@
 --         {UNKNOWN, i}          sku i was never set
 --         {SOLD_OUT, i, avail}  sku i has only avail units
 --         {CONFLICT, i, qty}    the order holds (or bought) qty units of sku i, another quantity
--- and the replies of begin (prelude.lua). Nothing changes unless DONE.
+-- and the replies of begin and add_hold (prelude.lua). Nothing changes unless DONE.
 --
 -- An order whose hold on a sku was cancelled or expired may reserve it again.
 local order = ARGV[2]
@@ -42,10 +42,13 @@ end
 local deadline = now + tonumber(ARGV[3])
 for _, i in ipairs(fresh) do
   local s, qty = skus[i], ARGV[4 + i]
-  local _, orders, holds = sku_keys(i)
+  local _, orders = sku_keys(i)
+  local bad = add_hold(i, s, order, deadline)
+  if bad then
+    return bad -- only ever for the first sku: a cart's holds were read
+  end
   s.available, s.held = s.available - tonumber(qty), s.held + tonumber(qty)
   put(i, s)
   redis.call('HSET', orders, order, 'held:' .. qty)
-  redis.call('ZADD', holds, deadline, order)
 end
 return {DONE, 0, #fresh}

@@ -11,7 +11,7 @@
 --         {NO_RESERVATION, i, state} the order holds nothing on sku i: state says
 --                                    why (prelude.lua's STATE, 0 for never
 --                                    reserved or forgotten)
--- and the replies of begin (prelude.lua). Nothing changes unless DONE.
+-- and the replies of begin and add_hold (prelude.lua). Nothing changes unless DONE.
 local order, outcome = ARGV[2], ARGV[3]
 local now, skus = begin(order)
 if not now then
@@ -36,7 +36,11 @@ end
 for _, h in ipairs(held) do
   local i, qty = h[1], h[2]
   local s = skus[i]
-  local _, orders, holds = sku_keys(i)
+  local _, orders = sku_keys(i)
+  local bad = add_hold(i, s, order, now + RETENTION)
+  if bad then
+    return bad -- only ever for the first sku: a cart's holds were read
+  end
   s.held = s.held - tonumber(qty)
   if outcome == 'sold' then
     s.sold = s.sold + tonumber(qty)
@@ -45,6 +49,5 @@ for _, h in ipairs(held) do
   end
   put(i, s)
   redis.call('HSET', orders, order, outcome .. ':' .. qty)
-  redis.call('ZADD', holds, now + RETENTION, order)
 end
 return {DONE, 0, #held}

@@ -1,0 +1,86 @@
+package stock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// batchLanes is how many batches of script runs of one Inventory are in
+// flight at once (see internal/batch). One lane would leave the connection
+// idle while the next batch gathers; two keep Redis and the client busy at
+// once; more only cut the batches smaller.
+const batchLanes = 2
+
+// scriptRun is one run of a script with its KEYS and ARGV, sent alone or in
+// a batch, and its reply.
+type scriptRun struct {
+	s    script
+	keys []string
+	args []any
+	cmd  *redis.Cmd // the reply, or the error, once sent
+}
+
+// evalCmd returns the EVALSHA of r, or with withSource its EVAL.
+func (r *scriptRun) evalCmd(ctx context.Context, withSource bool) *redis.Cmd {
+	argv := make([]any, 0, 3+len(r.keys)+len(r.args))
+	if withSource {
+		argv = append(argv, "eval", r.s.src)
+	} else {
+		argv = append(argv, "evalsha", r.s.hash)
+	}
+	argv = append(argv, len(r.keys))
+	for _, k := range r.keys {
+		argv = append(argv, k)
+	}
+	argv = append(argv, r.args...)
+	cmd := redis.NewCmd(ctx, argv...)
+	cmd.SetFirstKeyPos(3) // a Cluster, or a Ring, routes it by its first key
+	return cmd
+}
+
+// send runs runs on Redis: one alone, several as one pipeline (a Cluster's
+// or a Ring's pipeline sends each to the node of its keys). Each gets its
+// own reply or error. Those whose script the server lacks go again with
+// EVAL, which loads it.
+func (inv *Inventory) send(ctx context.Context, runs []*scriptRun) {
+	inv.sendCmds(ctx, runs, false, func(*scriptRun) bool { return true })
+	inv.sendCmds(ctx, runs, true, func(r *scriptRun) bool { return noScript(r.cmd.Err()) })
+}
+
+// sendCmds sends the runs that which picks, as EVALSHA or EVAL.
+func (inv *Inventory) sendCmds(ctx context.Context, runs []*scriptRun, withSource bool, which func(*scriptRun) bool) {
+	var pipe redis.Pipeliner
+	var first *scriptRun
+	for _, r := range runs {
+		if !which(r) {
+			continue
+		}
+		r.cmd = r.evalCmd(ctx, withSource)
+		switch {
+		case first == nil:
+			first = r
+		case pipe == nil:
+			pipe = inv.rdb.Pipeline()
+			_ = pipe.Process(ctx, first.cmd)
+			fallthrough
+		default:
+			_ = pipe.Process(ctx, r.cmd)
+		}
+	}
+	switch {
+	case pipe != nil:
+		_, _ = pipe.Exec(ctx) // each command keeps its own reply or error
+	case first != nil:
+		_ = inv.rdb.Process(ctx, first.cmd)
+	}
+}
+
+// noScript reports whether err is Redis's NOSCRIPT: the server does not have
+// the script. go-redis gives it as ErrNoScript from EvalSha, and as the
+// server's error reply from Process and pipelines, which it matches by
+// prefix itself (redis.HasErrorPrefix).
+func noScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
+}
