@@ -117,7 +117,7 @@ func (c *Cache) obtain(ctx context.Context, r request, opts ...dlock.ObtainOptio
 // fetch's own once the Cache is closing (Close waits for both).
 func (c *Cache) unclaim(ctx context.Context, r request) {
 	ctx = context.WithoutCancel(ctx)
-	clear := func() {
+	drop := func() {
 		ctx, cancel := context.WithTimeout(ctx, c.opts.redisTimeout)
 		defer cancel()
 		if err := unclaimScript.Run(ctx, c.rdb, []string{r.keys.claim}, r.token).Err(); err != nil {
@@ -125,8 +125,8 @@ func (c *Cache) unclaim(ctx context.Context, r request) {
 				slog.String("key", r.key), slog.Any("err", err))
 		}
 	}
-	if !c.spawn(clear) {
-		clear()
+	if !c.spawn(drop) {
+		drop()
 	}
 }
 
