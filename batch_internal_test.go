@@ -55,20 +55,12 @@ func (e *batchEnv) occupyLanes(t *testing.T) (wait func()) {
 	return wg.Wait
 }
 
-func (e *batchEnv) busy() int {
-	e.n.batch.mu.Lock()
-	defer e.n.batch.mu.Unlock()
-	return e.n.batch.busy
-}
+func (e *batchEnv) busy() int { return e.n.batch.Busy() }
 
 // waitQueued waits until n calls are queued.
 func (e *batchEnv) waitQueued(t *testing.T, n int) {
 	t.Helper()
-	eventually(t, 10*time.Second, "calls queued", func() bool {
-		e.n.batch.mu.Lock()
-		defer e.n.batch.mu.Unlock()
-		return len(e.n.batch.queue) == n
-	})
+	eventually(t, 10*time.Second, "calls queued", func() bool { return e.n.batch.Queued() == n })
 }
 
 // pipeRecorder records the names of the commands of every pipeline of

@@ -7,10 +7,13 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/batch"
 )
 
 // node runs the lock scripts on one Redis deployment: a single server, a
@@ -29,8 +32,9 @@ type node struct {
 	// once for the scripts' ARGV
 	counted any
 
-	obs   *observers // WithObserver: told of node errors; nil without one
-	batch batcher    // the script calls of this Client to this node
+	obs   *observers                 // WithObserver: told of node errors; nil without one
+	batch *batch.Batcher[*batchCall] // the script calls of this Client to this node (batch.go)
+	calls sync.Pool                  // of *batchCall, so that a call allocates nothing of its own
 
 	reloaded atomic.Int64            // Cluster: when the slot map was last reloaded, unix nanoseconds
 	failure  atomic.Pointer[failure] // the last failure the Redis client met (see noteFailures)
@@ -38,6 +42,7 @@ type node struct {
 
 func newNode(rdb redis.UniversalClient, ack replicaAck) *node {
 	n := &node{rdb: rdb, name: nodeName(rdb), ack: ack, counted: "1"}
+	n.batch = newBatcher(n)
 	if _, cluster := rdb.(*redis.ClusterClient); cluster {
 		n.counted = ""
 	}

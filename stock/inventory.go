@@ -58,7 +58,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Inventory {
 		retention: []any{strconv.FormatInt(o.retention.Milliseconds(), 10)},
 		err:       errors.Join(errs...),
 	}
-	inv.batch = batch.New(batchLanes, inv.send)
+	inv.batch = batch.New(batchLanes, nil, inv.send)
 	return inv
 }
 

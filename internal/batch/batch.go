@@ -1,6 +1,7 @@
 // Package batch sends calls together when they come together (natural
 // batching), as one pipeline instead of one round trip each. It is dlock's
-// machinery, not an API: see the package stock for what users get.
+// machinery, not an API: the core batches its nodes' calls with it, and package
+// stock its Reserve, Commit and Cancel.
 //
 // A call that finds a lane free runs at once, alone, just as without
 // batching, so a lone caller waits for nothing and no timer is involved;
@@ -27,12 +28,14 @@ import (
 // make one with New.
 type Batcher[T any] struct {
 	lanes int
+	alone func(ctx context.Context, call T)
 	run   func(ctx context.Context, calls []T)
 
 	mu    sync.Mutex
 	busy  int          // lanes in use
 	queue []*waiter[T] // waiting for a lane, in arrival order
 	spare []*waiter[T] // the slice of a queue run already, for the next one
+	calls []T          // the slice of calls of a batch run already, for the next one
 	pool  sync.Pool    // of *waiter[T], so that a queued call allocates nothing of its own
 }
 
@@ -46,11 +49,13 @@ type waiter[T any] struct {
 }
 
 // New returns a Batcher that runs at most lanes batches at once (at least
-// one), each by calling run with its calls in the order they came. run
-// must not keep calls after it returns. One lane leaves the link idle while
-// the next batch gathers; two keep the server and the client busy at once.
-func New[T any](lanes int, run func(ctx context.Context, calls []T)) *Batcher[T] {
-	return &Batcher[T]{lanes: max(lanes, 1), run: run}
+// one), each by calling run with its calls in the order they came; a call
+// that finds a lane free runs by alone, or by run as a batch of one if
+// alone is nil. run must not keep calls after it returns. One lane leaves
+// the link idle while the next batch gathers; two keep the server and the
+// client busy at once.
+func New[T any](lanes int, alone func(ctx context.Context, call T), run func(ctx context.Context, calls []T)) *Batcher[T] {
+	return &Batcher[T]{lanes: max(lanes, 1), alone: alone, run: run}
 }
 
 // Do runs call: at once and alone if a lane is free, else in the batch of
@@ -61,7 +66,11 @@ func (b *Batcher[T]) Do(ctx context.Context, call T) {
 	if b.busy < b.lanes {
 		b.busy++
 		b.mu.Unlock()
-		b.run(ctx, []T{call})
+		if b.alone != nil {
+			b.alone(ctx, call)
+		} else {
+			b.run(ctx, []T{call})
+		}
 		b.handOff()
 		return
 	}
@@ -98,18 +107,25 @@ func (b *Batcher[T]) handOff() {
 // runBatch runs the calls of waiters as one batch, then wakes each but the
 // first, the caller's own.
 func (b *Batcher[T]) runBatch(ctx context.Context, waiters []*waiter[T]) {
-	calls := make([]T, len(waiters))
-	for i, w := range waiters {
-		calls[i] = w.call
+	b.mu.Lock()
+	calls := b.calls[:0]
+	b.calls = nil
+	b.mu.Unlock()
+	for _, w := range waiters {
+		calls = append(calls, w.call)
 	}
 	b.run(ctx, calls)
 	for _, w := range waiters[1:] {
 		w.wake <- struct{}{} // and never touched again: it is its caller's
 	}
 	clear(waiters)
+	clear(calls)
 	b.mu.Lock()
 	if b.spare == nil {
 		b.spare = waiters[:0]
+	}
+	if b.calls == nil {
+		b.calls = calls[:0]
 	}
 	b.mu.Unlock()
 }
@@ -133,4 +149,12 @@ func (b *Batcher[T]) Queued() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.queue)
+}
+
+// Busy returns how many lanes are in use now: for tests that need every
+// lane busy before they go on.
+func (b *Batcher[T]) Busy() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.busy
 }

@@ -49,7 +49,7 @@ func (r *recorder) got() [][]int {
 // A lone call runs at once, alone, on the caller's goroutine.
 func TestLoneCall(t *testing.T) {
 	var r recorder
-	b := batch.New(2, r.run)
+	b := batch.New(2, nil, r.run)
 	for i := range 3 {
 		b.Do(context.Background(), i) // returns only once run returned
 	}
@@ -58,13 +58,53 @@ func TestLoneCall(t *testing.T) {
 	}
 }
 
+// With an alone function, a call that finds a lane free goes through it,
+// and only the calls that queued go through run, together.
+func TestAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hold := make(chan struct{})
+		var mu sync.Mutex
+		var alone []int
+		r := recorder{}
+		b := batch.New(1, func(_ context.Context, call int) {
+			mu.Lock()
+			alone = append(alone, call)
+			mu.Unlock()
+			if call == 0 {
+				<-hold
+			}
+		}, r.run)
+		ctx := context.Background()
+		go b.Do(ctx, 0) // the lane, held
+		synctest.Wait()
+		for call := 1; call < 4; call++ {
+			go b.Do(ctx, call)
+			synctest.Wait()
+		}
+		if b.Busy() != 1 || b.Queued() != 3 {
+			t.Fatalf("busy %d, queued %d; want the lane busy and 3 calls queued", b.Busy(), b.Queued())
+		}
+		close(hold)
+		synctest.Wait()
+		b.Do(ctx, 4) // the lane is free again: alone
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []int{0, 4}; !slices.Equal(alone, want) {
+			t.Errorf("alone ran %v, want %v", alone, want)
+		}
+		if got, want := r.got(), [][]int{{1, 2, 3}}; !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("batches %v, want %v", got, want)
+		}
+	})
+}
+
 // Calls that find every lane busy queue, and go out together when a lane
 // frees, in the order they came; each Do returns once its batch has run.
 func TestQueuedCallsGoTogetherInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		first, second := make(chan struct{}), make(chan struct{})
 		r := recorder{hold: map[int]chan struct{}{0: first, 1: second}}
-		b := batch.New(2, r.run)
+		b := batch.New(2, nil, r.run)
 		ctx := context.Background()
 		var done sync.Map // call -> the batches run when its Do returned
 		do := func(call int) {
@@ -110,7 +150,7 @@ func TestConcurrentCalls(t *testing.T) {
 	var mu sync.Mutex
 	running, most := 0, 0
 	seen := make(map[int]int)
-	b := batch.New(lanes, func(_ context.Context, calls []int) {
+	b := batch.New(lanes, nil, func(_ context.Context, calls []int) {
 		mu.Lock()
 		running++
 		most = max(most, running)
@@ -148,7 +188,7 @@ func TestConcurrentCalls(t *testing.T) {
 // Fewer than one lane is one lane.
 func TestAtLeastOneLane(t *testing.T) {
 	var r recorder
-	b := batch.New(0, r.run)
+	b := batch.New(0, nil, r.run)
 	b.Do(context.Background(), 1)
 	if got := r.got(); len(got) != 1 {
 		t.Errorf("batches %v, want one", got)
