@@ -187,7 +187,7 @@ func TestRunScriptCost(t *testing.T) {
 		{rawRow(), 1, 1},
 		{dlockRow("dlock", ""), 2, 2}, // the lock key and its fence, inside the acquire
 	} {
-		res, err := RunScriptCost(t.Context(), srv.Addr(), tc.row, 50)
+		res, err := RunScriptCost(t.Context(), srv.Addr(), tc.row, 500) // enough CPU time for a tick-based getrusage
 		if err != nil {
 			t.Fatal(err)
 		}
