@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/owner"
 )
 
 // Cache keeps entries in Redis and fills a missing one with one load
@@ -31,10 +32,8 @@ type Cache struct {
 
 	life       context.Context // ends when Close is called
 	lifeEnd    context.CancelFunc
-	mu         sync.Mutex
-	closed     bool            // under mu, for spawn
-	isClosed   atomic.Bool     // closed, for Get's check without mu
-	wg         sync.WaitGroup  // every goroutine of the Cache
+	own        *owner.Group    // every goroutine of the Cache
+	mu         sync.Mutex      // guards refreshing
 	refreshing map[string]bool // keys refreshed in the background now
 
 	// What Gets did, for tests.
@@ -63,7 +62,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Cache {
 		}
 	}
 	c := &Cache{rdb: rdb, opts: o, log: o.logger, err: errors.Join(errs...), refreshing: make(map[string]bool),
-		blocked: make(chan struct{}, maxBlockedWaits)}
+		blocked: make(chan struct{}, maxBlockedWaits), own: owner.New()}
 	c.life, c.lifeEnd = context.WithCancel(context.Background())
 	c.flights = newGroup(c.life, c.spawn)
 	if c.err == nil {
@@ -79,12 +78,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Cache {
 // loads instead. Gets that wait return an error, and later calls
 // ErrClosed. Close does not close the Redis client.
 func (c *Cache) Close() error {
-	c.mu.Lock()
-	c.closed = true
-	c.isClosed.Store(true)
-	c.mu.Unlock()
+	c.own.Close()
 	c.lifeEnd()
-	c.wg.Wait()
+	c.own.Wait()
 	if c.locker != nil {
 		return c.locker.Close()
 	}
@@ -93,15 +89,7 @@ func (c *Cache) Close() error {
 
 // spawn runs work in a goroutine that Close waits for, unless the Cache is
 // closed; it reports whether it did.
-func (c *Cache) spawn(work func()) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.wg.Go(work)
-	return true
-}
+func (c *Cache) spawn(work func()) bool { return c.own.Go(work) }
 
 // Get returns the value cached for key, or fills the cache with what load
 // returns, stored for ttl (less a random jitter, see WithJitter).
@@ -161,7 +149,7 @@ func (c *Cache) check(key string) error {
 	}
 	// Not under mu, which a thousand Gets of a stampede would queue on:
 	// a Get that passes just as Close is called gets ErrClosed from spawn.
-	if c.isClosed.Load() {
+	if c.own.Closed() {
 		return ErrClosed
 	}
 	return nil

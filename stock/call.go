@@ -87,7 +87,7 @@ func (inv *Inventory) bounded(ctx context.Context, fn func(context.Context) (rep
 	if ctx.Err() != nil {
 		return reply{}, context.Cause(ctx)
 	}
-	if !inv.track() {
+	if !inv.calls.Add(1) {
 		return reply{}, ErrClosed
 	}
 	if ctx.Done() == nil { // a context that never ends: no goroutine needed
@@ -115,15 +115,4 @@ func (inv *Inventory) bounded(ctx context.Context, fn func(context.Context) (rep
 		}
 		return reply{}, fmt.Errorf("no answer before the context ended, so it may still happen: %w", context.Cause(ctx))
 	}
-}
-
-// track counts a call that Close waits for, unless the Inventory is closed.
-func (inv *Inventory) track() bool {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	if inv.closed {
-		return false
-	}
-	inv.calls.Add(1)
-	return true
 }

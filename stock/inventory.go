@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock/internal/batch"
+	"github.com/dlock-go/dlock/internal/owner"
 )
 
 // Inventory counts the units of any number of skus in Redis, and the
@@ -21,10 +21,7 @@ type Inventory struct {
 	retention []any // ARGV[1] of every script: the retention in ms
 	err       error // a bad argument to New: every call returns it
 	batch     *batch.Batcher[*scriptRun]
-
-	mu     sync.Mutex
-	closed bool
-	calls  sync.WaitGroup // calls still running after their caller gave up
+	calls     *owner.Group // calls still running after their caller gave up
 }
 
 // Levels is what Inventory.Levels reports of a sku.
@@ -57,6 +54,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Inventory {
 		prefix:    o.prefix,
 		retention: []any{strconv.FormatInt(o.retention.Milliseconds(), 10)},
 		err:       errors.Join(errs...),
+		calls:     owner.New(),
 	}
 	inv.batch = batch.New(batchLanes, nil, inv.send)
 	return inv
@@ -66,9 +64,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Inventory {
 // ended (they end within the Redis client's read timeout), then makes every
 // later call return ErrClosed. It does not close the Redis client.
 func (inv *Inventory) Close() error {
-	inv.mu.Lock()
-	inv.closed = true
-	inv.mu.Unlock()
+	inv.calls.Close()
 	inv.calls.Wait()
 	return nil
 }
