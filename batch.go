@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock/internal/batch"
+	"github.com/dlock-go/dlock/internal/redisclient"
 )
 
 // batchLanes is how many calls of a Client one node has in flight at once,
@@ -110,7 +111,7 @@ func (n *node) pipeline(ctx context.Context, calls []*batchCall) {
 	if slices.ContainsFunc(calls, func(c *batchCall) bool { return c.cmd != nil && neverSent(c.cmd.Err()) }) && n.reloadSlots(ctx) {
 		n.resend(ctx, calls, neverSent, false)
 	}
-	n.resend(ctx, calls, noScript, true)
+	n.resend(ctx, calls, redisclient.NoScript, true)
 }
 
 // resend sends again, in one pipeline, the calls whose error is one of

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock/internal/batch"
+	"github.com/dlock-go/dlock/internal/redisclient"
 )
 
 // node runs the lock scripts on one Redis deployment: a single server, a
@@ -87,7 +88,7 @@ func (n *node) eval(ctx context.Context, call *batchCall) {
 		call.cmd = evalCmd(ctx, call.o, false) // to the slot's new primary
 		err = n.rdb.Process(ctx, call.cmd)
 	}
-	if noScript(err) {
+	if redisclient.NoScript(err) {
 		call.cmd = evalCmd(ctx, call.o, true)
 		_ = n.rdb.Process(ctx, call.cmd)
 	}
@@ -107,14 +108,6 @@ func evalCmd(ctx context.Context, o op, withSource bool) *redis.Cmd {
 		cmd.SetFirstKeyPos(3) // a Cluster routes it by its first key
 	}
 	return cmd
-}
-
-// noScript reports whether err is Redis's NOSCRIPT: the server does not have
-// the script. go-redis gives it as ErrNoScript from EvalSha, and as the
-// server's error reply from Process and pipelines, which it matches by
-// prefix itself (redis.HasErrorPrefix).
-func noScript(err error) bool {
-	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
 // neverSent reports whether err is a failure to connect: the command never

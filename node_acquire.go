@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/redisclient"
 )
 
 // acquire is how a node carries out an acquire: pipelined with a WAIT for
@@ -39,7 +41,7 @@ func (n *node) acquireAcked(ctx context.Context, o op) (reply, error) {
 		wait := pipe.Do(ctx, "WAIT", n.ack.replicas, n.ack.timeout.Milliseconds())
 		_, _ = pipe.Exec(ctx)
 		v, err = eval.Result()
-		if !noScript(err) {
+		if !redisclient.NoScript(err) {
 			acks, _ = wait.Int64()
 			break
 		}

@@ -2,9 +2,10 @@ package stock
 
 import (
 	"context"
-	"errors"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/redisclient"
 )
 
 // batchLanes is how many batches of script runs of one Inventory are in
@@ -46,7 +47,7 @@ func (r *scriptRun) evalCmd(ctx context.Context, withSource bool) *redis.Cmd {
 // EVAL, which loads it.
 func (inv *Inventory) send(ctx context.Context, runs []*scriptRun) {
 	inv.sendCmds(ctx, runs, false, func(*scriptRun) bool { return true })
-	inv.sendCmds(ctx, runs, true, func(r *scriptRun) bool { return noScript(r.cmd.Err()) })
+	inv.sendCmds(ctx, runs, true, func(r *scriptRun) bool { return redisclient.NoScript(r.cmd.Err()) })
 }
 
 // sendCmds sends the runs that which picks, as EVALSHA or EVAL.
@@ -75,12 +76,4 @@ func (inv *Inventory) sendCmds(ctx context.Context, runs []*scriptRun, withSourc
 	case first != nil:
 		_ = inv.rdb.Process(ctx, first.cmd)
 	}
-}
-
-// noScript reports whether err is Redis's NOSCRIPT: the server does not have
-// the script. go-redis gives it as ErrNoScript from EvalSha, and as the
-// server's error reply from Process and pipelines, which it matches by
-// prefix itself (redis.HasErrorPrefix).
-func noScript(err error) bool {
-	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }

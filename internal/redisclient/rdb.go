@@ -2,7 +2,11 @@
 // clients they are given.
 package redisclient
 
-import "github.com/redis/go-redis/v9"
+import (
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // IsNil reports whether c is nil, also as a typed nil pointer of the
 // go-redis client types, which would otherwise panic on first use.
@@ -18,4 +22,13 @@ func IsNil(c redis.UniversalClient) bool {
 		return c == nil
 	}
 	return false
+}
+
+// NoScript reports whether err is Redis's NOSCRIPT: the server does not
+// have the script (it was restarted, or someone ran SCRIPT FLUSH). go-redis
+// gives it as ErrNoScript from EvalSha, and as the server's error reply
+// from Process and pipelines, which it matches by prefix itself
+// (redis.HasErrorPrefix).
+func NoScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
