@@ -35,8 +35,8 @@ func (q *quorum) acquire(ctx context.Context, o op) (reply, error) {
 	switch {
 	case r.code != acquired && slices.ContainsFunc(votes, mayHold):
 		q.undo(ctx, wg, votes, o)
-	case r.code == acquired && q.pending(votes) > 0:
-		r.stragglers = round.NewStragglers(wg, votes)
+	case r.code == acquired:
+		r.stragglers = round.NewStragglers(wg, votes) // nil when every node answered
 	}
 	return r, err
 }

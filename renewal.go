@@ -28,7 +28,7 @@ func (h *renewedLock) Cap(sent time.Time, ttl time.Duration) {
 
 // initRenewer sets up the Client's renewer (WithAutoRenew).
 func (c *Client) initRenewer() {
-	c.renewer.Init(renew.Config[*renewedLock]{
+	cfg := renew.Config[*renewedLock]{
 		Refresh: c.refreshMany,
 		Timeout: c.refreshTimeout,
 		Lost: func(h *renewedLock, how string, release bool) {
@@ -41,15 +41,14 @@ func (c *Client) initRenewer() {
 			}
 		},
 		Closed: func(h *renewedLock) { h.lock().end(errNotRenewed(h.key)) },
-		Observe: func(batch []*renewedLock, results []renew.Result) {
-			if c.obs != nil {
-				c.observeRefreshes(batch, results)
-			}
-		},
 		Logger: c.logger,
 		Owner:  c.own,
 		Key:    func(h *renewedLock) string { return quoteKey(h.key) },
-	})
+	}
+	if c.obs != nil {
+		cfg.Observe = c.observeRefreshes
+	}
+	c.renewer.Init(cfg)
 }
 
 // errNotRenewed ends a renewed lock when its Client closes.

@@ -305,7 +305,7 @@ func (r *Renewer[H]) record(sent time.Time, part []H, results []Result) {
 			continue
 		default:
 			// Try again soon; the loop ends the holding at Until.
-			s.at = earlier(now.Add(RetryDelay(h.TTL())), h.Until())
+			s.at = earlier(now.Add(retryDelay(h.TTL())), h.Until())
 			r.cfg.Logger.Debug("dlock: refresh failed; retrying", "key", r.cfg.Key(h), "error", res.Err)
 		}
 		heap.Fix(&r.queue, s.index-1)
@@ -320,9 +320,9 @@ func (r *Renewer[H]) record(sent time.Time, part []H, results []Result) {
 	}
 }
 
-// RetryDelay is how long the renewer waits after a failed refresh of a
+// retryDelay is how long the renewer waits after a failed refresh of a
 // holding with ttl.
-func RetryDelay(ttl time.Duration) time.Duration {
+func retryDelay(ttl time.Duration) time.Duration {
 	return max(ttl/20, time.Millisecond)
 }
 

@@ -8,6 +8,7 @@ package round
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -137,16 +138,15 @@ type Stragglers struct {
 }
 
 // NewStragglers returns the nodes of votes that had not answered, with
-// wg, the round's calls. It returns nil when every node answered.
+// wg, the round's calls. It returns nil, and allocates nothing, when every
+// node answered.
 func NewStragglers[R any](wg *sync.WaitGroup, votes []Vote[R]) *Stragglers {
+	if !slices.ContainsFunc(votes, func(v Vote[R]) bool { return !v.Answered }) {
+		return nil
+	}
 	pending := make([]bool, len(votes))
-	some := false
 	for i, v := range votes {
 		pending[i] = !v.Answered
-		some = some || pending[i]
-	}
-	if !some {
-		return nil
 	}
 	return &Stragglers{wg: wg, pending: pending}
 }
