@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"strconv"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,30 +71,18 @@ func RunScriptCost(ctx context.Context, addr string, row Row, cycles int) (Scrip
 	if err != nil {
 		return ScriptCost{}, err
 	}
-	info, err := admin.Info(ctx, "commandstats").Result()
+	stats, err := commandStats(ctx, admin)
 	if err != nil {
 		return ScriptCost{}, err
 	}
 	res := ScriptCost{Row: row.Name, Cycles: cycles, Calls: map[string]float64{}, Micros: map[string]float64{}, Wall: wall / time.Duration(cycles),
 		CPU: (after.cpu - before.cpu) * 1e6 / float64(cycles)}
-	for name, value := range infoFields(info) {
-		cmd, ok := strings.CutPrefix(name, "cmdstat_")
-		if !ok || cmd == "info" || cmd == "config|resetstat" {
+	for cmd, st := range stats {
+		if cmd == "config|resetstat" {
 			continue
 		}
-		for field := range strings.SplitSeq(value, ",") {
-			k, v, _ := strings.Cut(field, "=")
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				continue
-			}
-			switch k {
-			case "calls":
-				res.Calls[cmd] = n / float64(cycles)
-			case "usec":
-				res.Micros[cmd] = n / float64(cycles)
-			}
-		}
+		res.Calls[cmd] = float64(st.calls) / float64(cycles)
+		res.Micros[cmd] = float64(st.usec) / float64(cycles)
 	}
 	for cmd, us := range res.Micros {
 		if strings.HasPrefix(cmd, "eval") {
@@ -115,14 +105,9 @@ func (s ScriptCost) String() string {
 
 // sortedByValue returns m's keys, the largest value first.
 func sortedByValue(m map[string]float64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && (m[keys[j]] > m[keys[j-1]] || m[keys[j]] == m[keys[j-1]] && keys[j] < keys[j-1]); j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(m[b], m[a]), strings.Compare(a, b))
+	})
 	return keys
 }

@@ -105,27 +105,57 @@ func infoFields(info string) map[string]string {
 // commandCalls returns INFO commandstats: how many times each command ran,
 // counting those run inside scripts, leaving out INFO itself.
 func commandCalls(ctx context.Context, rdb *redis.Client) (map[string]int64, error) {
+	stats, err := commandStats(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
+	calls := make(map[string]int64, len(stats))
+	for cmd, s := range stats {
+		calls[cmd] = s.calls
+	}
+	return calls, nil
+}
+
+// commandStat is one command's line of INFO commandstats.
+type commandStat struct {
+	calls int64 // times it ran, inside scripts too
+	usec  int64 // the server's time in it, microseconds (a script's includes its commands')
+}
+
+// commandStats returns INFO commandstats by command, leaving out INFO
+// itself.
+func commandStats(ctx context.Context, rdb *redis.Client) (map[string]commandStat, error) {
 	info, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil {
 		return nil, err
 	}
-	calls := make(map[string]int64)
+	stats := make(map[string]commandStat)
 	for name, value := range infoFields(info) {
 		cmd, ok := strings.CutPrefix(name, "cmdstat_")
 		if !ok || cmd == "info" {
 			continue
 		}
+		var s commandStat
 		for field := range strings.SplitSeq(value, ",") {
-			if n, ok := strings.CutPrefix(field, "calls="); ok {
-				v, err := strconv.ParseInt(n, 10, 64)
-				if err != nil {
-					return nil, fmt.Errorf("bench: INFO commandstats %s: %w", name, err)
-				}
-				calls[cmd] = v
+			key, n, _ := strings.Cut(field, "=")
+			var into *int64
+			switch key {
+			case "calls":
+				into = &s.calls
+			case "usec":
+				into = &s.usec
+			default:
+				continue
 			}
+			v, err := strconv.ParseInt(n, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("bench: INFO commandstats %s: %w", name, err)
+			}
+			*into = v
 		}
+		stats[cmd] = s
 	}
-	return calls, nil
+	return stats, nil
 }
 
 // callsDelta returns after - before, command by command, and the total.
