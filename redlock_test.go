@@ -281,7 +281,10 @@ func TestRedlockRestartWithoutPersistence(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
 	key := testKey(t)
-	const ttl = time.Second
+	// Long enough for the restarted nodes' clients to reconnect within A's
+	// validity: go-redis's pool, after failed dials, answers with the last
+	// dial error until its background redial gets through (about a second).
+	const ttl = 3 * time.Second
 	e.srvs[2].Kill() // A's quorum is nodes 0 and 1
 	a, err := e.locker.TryObtain(context.Background(), key, ttl)
 	if err != nil {
@@ -292,6 +295,8 @@ func TestRedlockRestartWithoutPersistence(t *testing.T) {
 	t.Run("immediate restart", func(t *testing.T) {
 		e.srvs[1].Restart() // loses A's key at once
 		e.srvs[2].Start()
+		waitUp(t, e.rdbs[1])
+		waitUp(t, e.rdbs[2])
 		b, err := other.TryObtain(context.Background(), key, ttl)
 		if err != nil {
 			t.Fatalf("B: %v", err)
