@@ -202,6 +202,11 @@ func TestMetrics(t *testing.T) {
 	}
 	tm.srv.Client().Del(ctx, "job:lost")
 	<-renewed.Done()
+	// Done closes first (the lost signal does not wait for observers), then
+	// the observer hears of the loss.
+	eventually(t, 5*time.Second, "the lost lock's hold recorded", func() bool {
+		return tm.count(t, "dlock.hold.duration") == 2
+	})
 	if n := tm.sum(t, "dlock.locks.held"); n != 0 {
 		t.Errorf("%d locks held, want 0", n)
 	}

@@ -65,6 +65,11 @@ func TestMetricsOfRealLocks(t *testing.T) {
 	}
 	srv.Client().Del(ctx, "job:b")
 	<-renewed.Done()
+	// Done closes first (the lost signal does not wait for observers), then
+	// the Collector hears of the loss.
+	eventually(t, 5*time.Second, "the loss's hold counted", func() bool {
+		return histogramCount(t, metrics, "dlock_hold_duration_seconds", "") == 2
+	})
 
 	want := `
 # HELP dlock_locks_held Locks obtained and not yet released or lost.
