@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testwait"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -291,7 +292,12 @@ func TestRedlockRestartWithoutPersistence(t *testing.T) {
 	}
 	// A's quorum is nodes 0 and 1: as if node 2 had been down for A's
 	// acquire. (Killing node 2 instead let A's call to it, still retrying
-	// the dial in the background, land once node 2 was back.)
+	// the dial in the background, land once node 2 was back.) A's round
+	// returns once two nodes agree, so its call to node 2 may still be on
+	// its way: wait for it to land before deleting, or it lands after.
+	testwait.Until(t, 5*time.Second, "A's key on all three nodes", func() bool {
+		return e.holders(key, a.Token()) == 3
+	})
 	if err := e.rdbs[2].Del(context.Background(), key).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -479,6 +485,11 @@ func TestRedlockFenceOfLostLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The acquire's third call may land after TryObtain returns: wait for
+	// it, or it could undo a delete below.
+	testwait.Until(t, 5*time.Second, "the key on all three nodes", func() bool {
+		return e.holders(key, lock.Token()) == 3
+	})
 	e.rdbs[0].Del(context.Background(), key)
 	e.rdbs[1].Del(context.Background(), key)
 	if f := lock.Fence(); f != 0 {
