@@ -22,15 +22,17 @@ import (
 // lanes is a go-redis hook that holds up the Inventory's lanes: while
 // armed, a script sent alone waits until release, then fails without
 // reaching Redis, so that the calls after it queue. It also records the
-// orders of every pipeline of scripts, in the order sent.
+// orders of every batch sent, in the order sent: a pipeline of scripts, or
+// a run of several calls of one sku (stock.EachWidth), alone or in a
+// pipeline.
 type lanes struct {
 	armed   atomic.Bool
 	arrived chan struct{}
 	release chan struct{}
-	before  func() // if set, runs before each pipeline of scripts goes out
+	before  func() // if set, runs before each batch goes out
 
-	mu        sync.Mutex
-	pipelines [][]string
+	mu      sync.Mutex
+	batches [][]string
 }
 
 var errLaneHeld = errors.New("test: lane held")
@@ -43,7 +45,13 @@ func (l *lanes) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (l *lanes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !l.armed.Load() || !isScript(cmd) {
+		if !isScript(cmd) {
+			return next(ctx, cmd)
+		}
+		if !l.armed.Load() {
+			if stock.EachWidth(cmd.Args()) > 0 {
+				l.record(ordersOf(cmd))
+			}
 			return next(ctx, cmd)
 		}
 		l.arrived <- struct{}{}
@@ -58,25 +66,45 @@ func (l *lanes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 		var orders []string
 		for _, cmd := range cmds {
 			if isScript(cmd) {
-				orders = append(orders, fmt.Sprint(cmd.Args()[7])) // after the 3 KEYS and the retention
+				orders = append(orders, ordersOf(cmd)...)
 			}
 		}
 		if len(orders) > 0 {
-			l.mu.Lock()
-			l.pipelines = append(l.pipelines, orders)
-			l.mu.Unlock()
-			if l.before != nil {
-				l.before()
-			}
+			l.record(orders)
 		}
 		return next(ctx, cmds)
 	}
 }
 
+func (l *lanes) record(orders []string) {
+	l.mu.Lock()
+	l.batches = append(l.batches, orders)
+	l.mu.Unlock()
+	if l.before != nil {
+		l.before()
+	}
+}
+
+// ordersOf returns the orders a script is for: one, or those of a run of a
+// *_each.lua script. They come after the three KEYS and the retention.
+func ordersOf(cmd redis.Cmder) []string {
+	args := cmd.Args()
+	width := stock.EachWidth(args)
+	if width == 0 {
+		return []string{fmt.Sprint(args[7])}
+	}
+	var orders []string
+	for i := 7; i < len(args); i += width {
+		orders = append(orders, fmt.Sprint(args[i]))
+	}
+	return orders
+}
+
+// sent returns the orders of each batch sent so far.
 func (l *lanes) sent() [][]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.pipelines)
+	return slices.Clone(l.batches)
 }
 
 func isScript(cmd redis.Cmder) bool {
@@ -118,8 +146,8 @@ func queue(t *testing.T, inv *stock.Inventory, n int, call func() error) <-chan 
 }
 
 // Calls that queue while the lanes are busy go out as one pipeline, in the
-// order they came: the first takes the last three units, the second finds
-// none.
+// order they came, the two Reserves of the sku as one script: the first
+// takes two of the last three units, the second finds too few.
 func TestBatchKeepsOrder(t *testing.T) {
 	t.Parallel()
 	rdb := shared(t)
@@ -127,6 +155,9 @@ func TestBatchKeepsOrder(t *testing.T) {
 	rdb.AddHook(l)
 	inv := newInventory(t, rdb)
 	ctx := context.Background()
+	if err := stock.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 3)
 	if err := inv.Reserve(ctx, sku, "earlier", 1, time.Minute); err != nil {
@@ -149,7 +180,7 @@ func TestBatchKeepsOrder(t *testing.T) {
 		t.Errorf("the queued Cancel = %v", err)
 	}
 	if got, want := l.sent(), [][]string{{"big", "small", "earlier"}}; !slices.EqualFunc(got, want, slices.Equal) {
-		t.Errorf("pipelines %v, want %v", got, want)
+		t.Errorf("batches %v, want %v", got, want)
 	}
 	wantLevels(t, inv, sku, stock.Levels{Available: 1, Held: 2})
 }
@@ -186,57 +217,240 @@ func TestBatchQueuedCallContextEnds(t *testing.T) {
 	wantLevels(t, inv, sku, stock.Levels{Available: 3, Held: 2})
 }
 
-// The connection of a batch breaks after the first reply. Without retries
-// each call gets an error (go-redis marks every command of a failed
-// pipeline, the first one too, which did take effect); with go-redis's own
-// retries the pipeline goes again whole, which the calls are harmless to
-// run twice. Either way, the calls retried hold their units once.
+// The connection of a batch breaks after the first reply: a pipeline of
+// three Reserves of three skus, or one script making three Reserves of one
+// sku. Without retries each call gets an error (go-redis marks every command
+// of a failed pipeline, the first one too, which did take effect; a script
+// whose reply was cut fails whole, and did take effect); with go-redis's own
+// retries the batch goes again whole, which the calls are harmless to run
+// twice. Either way, the calls retried hold their units once.
 func TestBatchConnectionBreaks(t *testing.T) {
 	t.Parallel()
-	for _, retries := range []int{-1, 3} {
-		t.Run(fmt.Sprint("MaxRetries=", retries), func(t *testing.T) {
-			t.Parallel()
-			p := newCutProxy(t, redisAddr)
-			rdb := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: retries})
-			t.Cleanup(func() { rdb.Close() })
-			l := newLanes()
-			l.before = func() { p.cutAfter("*3\r\n:0\r\n:0\r\n:1\r\n") } // the first DONE reply
-			rdb.AddHook(l)
-			inv := newInventory(t, rdb)
-			ctx := context.Background()
-			sku := testSKU(t, "shirt")
-			mustSet(t, inv, sku, 10)
-			if err := inv.Reserve(ctx, sku, "warm-up", 1, time.Minute); err != nil { // the script loaded
-				t.Fatal(err)
-			}
+	for _, skus := range []int{3, 1} {
+		for _, retries := range []int{-1, 3} {
+			t.Run(fmt.Sprintf("skus=%d/MaxRetries=%d", skus, retries), func(t *testing.T) {
+				t.Parallel()
+				p := newCutProxy(t, redisAddr)
+				rdb := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: retries})
+				t.Cleanup(func() { rdb.Close() })
+				l := newLanes()
+				l.before = func() { p.cutAfter("*3\r\n:0\r\n:0\r\n:1\r\n") } // the first DONE reply
+				rdb.AddHook(l)
+				inv := newInventory(t, rdb)
+				ctx := context.Background()
+				if err := stock.LoadScripts(ctx, rdb); err != nil {
+					t.Fatal(err)
+				}
+				names := make([]string, skus)
+				for i := range names {
+					names[i] = testSKU(t, fmt.Sprint("shirt-", i))
+					mustSet(t, inv, names[i], 10)
+				}
+				sku := func(i int) string { return names[i%skus] }
 
-			letGo := l.hold(t, inv, sku)
-			var errs []<-chan error
-			for i := range 3 {
-				errs = append(errs, queue(t, inv, i+1, func() error {
-					return inv.Reserve(ctx, sku, fmt.Sprint("o", i), 1, time.Minute)
-				}))
-			}
-			letGo()
-			for i, errc := range errs {
-				err := <-errc
-				switch {
-				case retries > 0 && err != nil:
-					t.Errorf("Reserve o%d = %v, want nil: go-redis sends the pipeline again", i, err)
-				case retries < 0 && i > 0 && err == nil:
-					t.Errorf("Reserve o%d = nil, want the broken connection's error", i)
+				letGo := l.hold(t, inv, sku(0))
+				var errs []<-chan error
+				for i := range 3 {
+					errs = append(errs, queue(t, inv, i+1, func() error {
+						return inv.Reserve(ctx, sku(i), fmt.Sprint("o", i), 1, time.Minute)
+					}))
 				}
-			}
-			if got := l.sent(); len(got) < 1 || !slices.Equal(got[0], []string{"o0", "o1", "o2"}) {
-				t.Errorf("pipelines %v, want o0, o1, o2 together first", got)
-			}
-			for i := range 3 {
-				if err := inv.Reserve(ctx, sku, fmt.Sprint("o", i), 1, time.Minute); err != nil {
-					t.Errorf("the retried Reserve o%d: %v", i, err)
+				letGo()
+				for i, errc := range errs {
+					err := <-errc
+					switch {
+					case retries > 0 && err != nil:
+						t.Errorf("Reserve o%d = %v, want nil: go-redis sends the batch again", i, err)
+					case retries < 0 && (i > 0 || skus == 1) && err == nil:
+						t.Errorf("Reserve o%d = nil, want the broken connection's error", i)
+					}
 				}
-			}
-			wantLevels(t, inv, sku, stock.Levels{Available: 6, Held: 4})
-		})
+				if got := l.sent(); len(got) < 1 || !slices.Equal(got[0], []string{"o0", "o1", "o2"}) {
+					t.Errorf("batches %v, want o0, o1, o2 together first", got)
+				}
+				for i := range 3 {
+					if err := inv.Reserve(ctx, sku(i), fmt.Sprint("o", i), 1, time.Minute); err != nil {
+						t.Errorf("the retried Reserve o%d: %v", i, err)
+					}
+				}
+				for i := range skus {
+					wantLevels(t, inv, sku(i), stock.Levels{Available: int64(10 - 3/skus), Held: int64(3 / skus)})
+				}
+			})
+		}
+	}
+}
+
+// The Reserves of one sku in one batch go out as one script, which makes
+// each as Reserve alone would, one after the other in the order they
+// came: a retry of an order in the same batch holds once, another quantity
+// for it is a conflict, an order that finds too few is sold out and the
+// ones after it may still fit. Calls of other skus in the batch go beside
+// it.
+func TestBatchReservesOfOneSKU(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	l := newLanes()
+	rdb.AddHook(l)
+	inv := newInventory(t, rdb)
+	ctx := context.Background()
+	if err := stock.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	sku, other := testSKU(t, "shirt"), testSKU(t, "socks")
+	mustSet(t, inv, sku, 4)
+	mustSet(t, inv, other, 1)
+	if err := inv.Reserve(ctx, sku, "earlier", 1, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // past the hold, by the server's clock too
+
+	letGo := l.hold(t, inv, sku)
+	calls := []struct {
+		sku, order string
+		qty        int64
+		want       error
+	}{
+		{sku, "a", 2, nil},
+		{other, "a", 1, nil},
+		{sku, "a", 2, nil},               // a retry in the same batch: held once
+		{sku, "a", 1, stock.ErrConflict}, // another quantity
+		{sku, "b", 3, stock.ErrSoldOut},  // 2 left: the expired hold came back first
+		{sku, "c", 2, nil},
+		{sku, "d", 1, stock.ErrSoldOut},
+	}
+	var errs []<-chan error
+	for i, c := range calls {
+		errs = append(errs, queue(t, inv, i+1, func() error { return inv.Reserve(ctx, c.sku, c.order, c.qty, time.Minute) }))
+	}
+	letGo()
+	for i, errc := range errs {
+		if err := <-errc; !errors.Is(err, calls[i].want) || (err == nil) != (calls[i].want == nil) {
+			t.Errorf("Reserve %d (%d of %q for %q) = %v, want %v", i, calls[i].qty, calls[i].sku, calls[i].order, err, calls[i].want)
+		}
+	}
+	// The Reserves of sku go as one script where the first came, then other's.
+	if got, want := l.sent(), [][]string{{"a", "a", "a", "b", "c", "d", "a"}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
+	}
+	wantLevels(t, inv, sku, stock.Levels{Available: 0, Held: 4})
+	wantLevels(t, inv, other, stock.Levels{Available: 0, Held: 1})
+	for _, order := range []string{"a", "c"} {
+		if err := inv.Commit(ctx, sku, order); err != nil {
+			t.Errorf("Commit %q: %v", order, err)
+		}
+	}
+	for _, order := range []string{"b", "d", "earlier"} {
+		if err := inv.Commit(ctx, sku, order); !errors.Is(err, stock.ErrNoReservation) {
+			t.Errorf("Commit %q = %v, want ErrNoReservation", order, err)
+		}
+	}
+	wantLevels(t, inv, sku, stock.Levels{Available: 0, Held: 0, Sold: 4})
+}
+
+// The Commits and Cancels of one sku in one batch go out as one script,
+// which makes each as Commit or Cancel alone would, in the order they came.
+func TestBatchSettlesOfOneSKU(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	l := newLanes()
+	rdb.AddHook(l)
+	inv := newInventory(t, rdb)
+	ctx := context.Background()
+	if err := stock.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	sku := testSKU(t, "shirt")
+	mustSet(t, inv, sku, 10)
+	for i, order := range []string{"a", "b", "c"} {
+		if err := inv.Reserve(ctx, sku, order, int64(i+1), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	letGo := l.hold(t, inv, sku)
+	commit := func(order string) func() error { return func() error { return inv.Commit(ctx, sku, order) } }
+	cancel := func(order string) func() error { return func() error { return inv.Cancel(ctx, sku, order) } }
+	calls := []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"Commit a", commit("a"), nil},
+		{"Cancel b", cancel("b"), nil},
+		{"Commit a again", commit("a"), nil}, // a retry in the same batch
+		{"Cancel a", cancel("a"), stock.ErrNoReservation},
+		{"Commit z", commit("z"), stock.ErrNoReservation}, // never reserved
+		{"Cancel c", cancel("c"), nil},
+		{"Commit c", commit("c"), stock.ErrNoReservation},
+	}
+	var errs []<-chan error
+	for i, c := range calls {
+		errs = append(errs, queue(t, inv, i+1, c.call))
+	}
+	letGo()
+	for i, errc := range errs {
+		if err := <-errc; !errors.Is(err, calls[i].want) || (err == nil) != (calls[i].want == nil) {
+			t.Errorf("%s = %v, want %v", calls[i].name, err, calls[i].want)
+		}
+	}
+	if got, want := l.sent(), [][]string{{"a", "b", "a", "a", "z", "c", "c"}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
+	}
+	wantLevels(t, inv, sku, stock.Levels{Available: 9, Held: 0, Sold: 1})
+}
+
+// The Reserves of one sku in one batch, made by one script, each get the
+// error a Reserve alone would: a sku never set, or a key of the sku that
+// holds another type (the holds, which the script writes first without
+// reading them when no hold is due); and nothing changes.
+func TestBatchReservesOfOneSKUBadKeys(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	l := newLanes()
+	rdb.AddHook(l)
+	prefix := testPrefix(t)
+	inv := newInventory(t, rdb, stock.WithPrefix(prefix))
+	ctx := context.Background()
+	if err := stock.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	mustSet(t, inv, "shirt", 5)
+	if err := inv.Reserve(ctx, "shirt", "o1", 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	holds := prefix + "{shirt}:holds"
+	if err := rdb.Del(ctx, holds).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, holds, "not a sorted set", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	letGo := l.hold(t, inv, "shirt")
+	var wrong, unknown []<-chan error
+	for i := range 2 {
+		wrong = append(wrong, queue(t, inv, 2*i+1, func() error { return inv.Reserve(ctx, "shirt", fmt.Sprint("o", i+2), 1, time.Minute) }))
+		unknown = append(unknown, queue(t, inv, 2*i+2, func() error { return inv.Reserve(ctx, "hat", fmt.Sprint("o", i+2), 1, time.Minute) }))
+	}
+	letGo()
+	for i := range 2 {
+		if err := <-wrong[i]; !errors.Is(err, stock.ErrWrongType) || !strings.Contains(err.Error(), holds) {
+			t.Errorf("Reserve %d of shirt = %v, want ErrWrongType naming %s", i, err, holds)
+		}
+		if err := <-unknown[i]; !errors.Is(err, stock.ErrUnknownSKU) {
+			t.Errorf("Reserve %d of hat = %v, want ErrUnknownSKU", i, err)
+		}
+	}
+	if got, want := l.sent(), [][]string{{"o2", "o3", "o2", "o3"}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
+	}
+	level := prefix + "{shirt}:level"
+	if got, err := rdb.HGetAll(ctx, level).Result(); err != nil || got["available"] != "4" || got["held"] != "1" {
+		t.Errorf("HGETALL %s = %v, %v; want it as it was: available 4, held 1", level, got, err)
+	}
+	if got, err := rdb.HGetAll(ctx, prefix+"{shirt}:order").Result(); err != nil || len(got) != 1 {
+		t.Errorf("the orders of shirt = %v, %v; want o1's alone", got, err)
 	}
 }
 

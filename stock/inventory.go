@@ -56,7 +56,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Inventory {
 		err:       errors.Join(errs...),
 		calls:     owner.New(),
 	}
-	inv.batch = batch.New(batchLanes, nil, inv.send)
+	inv.batch = batch.New(batchLanes, nil, inv.sendBatch)
 	return inv
 }
 

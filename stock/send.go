@@ -21,6 +21,9 @@ type scriptRun struct {
 	keys []string
 	args []any
 	cmd  *redis.Cmd // the reply, or the error, once sent
+	// parts: the calls a run of a *_each.lua script makes, whose replies
+	// it carries (merge.go)
+	parts []*scriptRun
 }
 
 // evalCmd returns the EVALSHA of r, or with withSource its EVAL.
