@@ -38,6 +38,11 @@ type SaleResult struct {
 	PerSec   float64 `json:"sales_per_s"`
 	P50Us    float64 `json:"p50_us"` // one purchase that succeeded, first try to answer
 	P99Us    float64 `json:"p99_us"`
+	// The CPU time the rounds cost per buyer, in µs: this process's (the
+	// clients', getrusage) and redis-server's (INFO cpu), from the first
+	// buyer to the last.
+	ClientCPUUs float64 `json:"client_cpu_us_per_buyer"`
+	ServerCPUUs float64 `json:"server_cpu_us_per_buyer"`
 }
 
 // A saleApproach sells one unit to a buyer, or says it is sold out.
@@ -96,6 +101,9 @@ type Sale struct {
 	res       SaleResult
 	latencies []time.Duration
 	elapsed   time.Duration
+	addr      string
+	clientCPU time.Duration
+	serverCPU time.Duration
 }
 
 // NewSale connects row's clients to the Redis at addr.
@@ -103,7 +111,7 @@ func NewSale(addr string, row SaleRow, cfg SaleConfig) (*Sale, error) {
 	if cfg.Items < 1 || cfg.Buyers < 1 || cfg.Goroutines < 1 || cfg.Clients < 1 || cfg.MaxRetries < 0 {
 		return nil, fmt.Errorf("bench: invalid SaleConfig %+v", cfg)
 	}
-	s := &Sale{row: row, cfg: cfg, clients: make([]*redis.Client, cfg.Clients)}
+	s := &Sale{row: row, cfg: cfg, clients: make([]*redis.Client, cfg.Clients), addr: addr}
 	for i := range s.clients {
 		s.clients[i] = redis.NewClient(&redis.Options{Addr: addr, PoolSize: cfg.Goroutines})
 	}
@@ -118,10 +126,17 @@ func (s *Sale) Round(ctx context.Context) error {
 	if err := s.approach.stock(ctx, key, s.cfg.Items); err != nil {
 		return err
 	}
-	r, err := saleRound(ctx, s.approach, key, s.cfg)
+	meter, err := StartCPU(ctx, []string{s.addr})
 	if err != nil {
 		return err
 	}
+	r, err := saleRound(ctx, s.approach, key, s.cfg)
+	client, server, cpuErr := meter.Stop(ctx)
+	if err = errors.Join(err, cpuErr); err != nil {
+		return err
+	}
+	s.clientCPU += client
+	s.serverCPU += server
 	left, err := s.approach.left(ctx, key)
 	if err != nil {
 		return err
@@ -146,6 +161,10 @@ func (s *Sale) Result() SaleResult {
 	}
 	res.P50Us = float64(Percentile(s.latencies, 50)) / 1e3
 	res.P99Us = float64(Percentile(s.latencies, 99)) / 1e3
+	if buyers := res.Rounds * res.Buyers; buyers > 0 {
+		res.ClientCPUUs = float64(s.clientCPU.Microseconds()) / float64(buyers)
+		res.ServerCPUUs = float64(s.serverCPU.Microseconds()) / float64(buyers)
+	}
 	return res
 }
 
@@ -221,16 +240,16 @@ func WriteSaleTable(w io.Writer, cfg SaleConfig, results []SaleResult) {
 	}
 	fmt.Fprintf(w, "%d rounds of %d items, %d buyers, %d goroutines over %d clients\n\n",
 		cfg.Rounds, cfg.Items, cfg.Buyers, cfg.Goroutines, cfg.Clients)
-	fmt.Fprintln(w, "| approach | sold | oversold | left unsold | retries | gave up | sales/s | vs dlock-lock | p50 | p99 |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| approach | sold | oversold | left unsold | retries | gave up | sales/s | vs dlock-lock | p50 | p99 | client CPU / buyer | Redis CPU / buyer |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range results {
 		vs := "—"
 		if locked > 0 {
 			vs = fmt.Sprintf("%.1f×", r.PerSec/locked)
 		}
-		fmt.Fprintf(w, "| `%s` | %d | %d | %d | %d | %d | %.0f | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| `%s` | %d | %d | %d | %d | %d | %.0f | %s | %s | %s | %.1f µs | %.1f µs |\n",
 			r.Approach, r.Sold, r.Oversold, r.Left, r.Retries, r.GaveUp, r.PerSec, vs,
-			micros(r.P50Us), micros(r.P99Us))
+			micros(r.P50Us), micros(r.P99Us), r.ClientCPUUs, r.ServerCPUUs)
 	}
 	fmt.Fprintln(w)
 	for _, row := range SaleRows() {

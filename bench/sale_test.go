@@ -19,6 +19,9 @@ func TestSaleRows(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", row.Name, err)
 		}
+		if r.ClientCPUUs <= 0 || r.ServerCPUUs < 0 {
+			t.Errorf("%s: CPU per buyer %.1f µs here, %.1f µs in Redis; want it measured", row.Name, r.ClientCPUUs, r.ServerCPUUs)
+		}
 		if row.Name == "naive" {
 			continue // it may oversell, or not: it races
 		}
