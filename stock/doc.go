@@ -16,13 +16,16 @@
 // of several skus, all or nothing.
 //
 // Calls of one Inventory that come together go out together: a Reserve,
-// Commit or Cancel made while two batches of the Inventory are in flight
-// waits for one of them to come back, then goes out as one pipeline with
+// Commit or Cancel made while a batch of the Inventory is in flight waits
+// for it to come back, then goes out as one pipeline with
 // every call that queued meanwhile, in the order they came, each with its
-// own reply or error. A call on a quiet Inventory is sent at once, with no
-// timer, so batching adds no wait to a lone caller, and under load it saves
-// round trips and Redis work; that is one reason to share one Inventory per
-// process.
+// own reply or error. In a batch, the Reserves of one sku go as one script,
+// and its Commits and Cancels as another, which make the calls one after
+// the other as they came, with one look at the sku and one write of it. A
+// call on a quiet Inventory is sent at once, with no timer, so batching
+// adds no wait to a lone caller, and under load it saves round trips and
+// most of Redis's work per call; that is one reason to share one Inventory
+// per process.
 //
 // # Guarantees
 //

@@ -9,10 +9,14 @@ import (
 )
 
 // batchLanes is how many batches of script runs of one Inventory are in
-// flight at once (see internal/batch). One lane would leave the connection
-// idle while the next batch gathers; two keep Redis and the client busy at
-// once; more only cut the batches smaller.
-const batchLanes = 2
+// flight at once (see internal/batch). One: the calls that come while a
+// batch is out wait for it and go out together, and since the calls of one
+// sku in a batch cost Redis one script (merge.go), bigger batches cost it
+// less per call. In the flash sale (bench/cmd/sale, 2026-11-25) one lane
+// sold 1.12 to 1.23 times as fast as two, four runs of four, with less CPU
+// per buyer on both sides: with two lanes, a call that found the second one
+// free often went alone, as a script of its own.
+const batchLanes = 1
 
 // scriptRun is one run of a script with its KEYS and ARGV, sent alone or in
 // a batch, and its reply.
