@@ -35,8 +35,13 @@ type StampedeResult struct {
 	// The p99 of each round's Gets, the median over the rounds: the tail
 	// of a typical stampede, where P99Ms is that of the worst few rounds.
 	RoundP99Ms float64 `json:"round_p99_median_ms"`
-	Requests   float64 `json:"requests_per_get"` // round trips the clients sent
-	Commands   float64 `json:"commands_per_get"` // what Redis ran, commands inside scripts included
+	// The same for each Get from its own call: its latency as its caller
+	// sees it, without the wait for its goroutine to run after the start.
+	CallP50Ms      float64 `json:"call_p50_ms"`
+	CallP99Ms      float64 `json:"call_p99_ms"`
+	CallRoundP99Ms float64 `json:"call_round_p99_median_ms"`
+	Requests       float64 `json:"requests_per_get"` // round trips the clients sent
+	Commands       float64 `json:"commands_per_get"` // what Redis ran, commands inside scripts included
 	// Commands per process and stampede, and per waiting process: the
 	// commands of a round less those of a round of one process alone (the
 	// loader), over the other processes.
@@ -86,7 +91,7 @@ func RunStampede(ctx context.Context, addr string, row StampedeRow, cfg Stampede
 	admin := redis.NewClient(&redis.Options{Addr: addr})
 	defer admin.Close()
 	prefix := fmt.Sprintf("bench-stampede:%s:%d:", row.Name, time.Now().UnixNano())
-	if _, _, err := stampede(ctx, caches, prefix+"warm-up", cfg); err != nil {
+	if _, _, _, err := stampede(ctx, caches, prefix+"warm-up", cfg); err != nil {
 		return res, err
 	}
 	all, err := measureStampedes(ctx, admin, caches, writes, prefix+"round-", cfg)
@@ -106,6 +111,9 @@ func RunStampede(ctx context.Context, addr string, row StampedeRow, cfg Stampede
 	res.P99Ms = ms(Percentile(all.took, 99))
 	res.MaxMs = ms(Percentile(all.took, 100))
 	res.RoundP99Ms = ms(Percentile(all.roundP99, 50))
+	res.CallP50Ms = ms(Percentile(all.call, 50))
+	res.CallP99Ms = ms(Percentile(all.call, 99))
+	res.CallRoundP99Ms = ms(Percentile(all.callRoundP99, 50))
 	res.Requests = float64(all.requests) / float64(res.Gets)
 	res.Commands = float64(all.commands) / float64(res.Gets)
 	perRound := float64(all.commands) / float64(cfg.Rounds)
@@ -118,10 +126,10 @@ func RunStampede(ctx context.Context, addr string, row StampedeRow, cfg Stampede
 
 // stampedes is what cfg.Rounds stampedes did.
 type stampedes struct {
-	took               []time.Duration
-	roundP99           []time.Duration
-	loads, errors      int
-	requests, commands int64 // sent by the clients; run by Redis
+	took, call             []time.Duration // from the start; from the call
+	roundP99, callRoundP99 []time.Duration
+	loads, errors          int
+	requests, commands     int64 // sent by the clients; run by Redis
 }
 
 // measureStampedes runs cfg.Rounds stampedes of keys named prefix and the
@@ -137,12 +145,14 @@ func measureStampedes(ctx context.Context, admin *redis.Client, caches []stamped
 	before, beforeErr := readServerStats(ctx, admin)
 	sentBefore := sent()
 	for round := range cfg.Rounds {
-		d, n, err := stampede(ctx, caches, fmt.Sprintf("%s%d", prefix, round), cfg)
+		d, call, n, err := stampede(ctx, caches, fmt.Sprintf("%s%d", prefix, round), cfg)
 		if err != nil {
 			s.errors++
 		}
 		s.took = append(s.took, d...)
+		s.call = append(s.call, call...)
 		s.roundP99 = append(s.roundP99, Percentile(d, 99))
+		s.callRoundP99 = append(s.callRoundP99, Percentile(call, 99))
 		s.loads += n
 	}
 	s.requests = sent() - sentBefore
@@ -152,11 +162,10 @@ func measureStampedes(ctx context.Context, admin *redis.Client, caches []stamped
 }
 
 // stampede runs one round: every goroutine Gets key at once. It returns
-// the time from the start of the round to each Get's return, and how many
-// loads ran.
-func stampede(ctx context.Context, caches []stampedeCache, key string, cfg StampedeConfig) ([]time.Duration, int, error) {
+// the time from the start of the round to each Get's return, the time from
+// each Get's call to its return, and how many loads ran.
+func stampede(ctx context.Context, caches []stampedeCache, key string, cfg StampedeConfig) (took, call []time.Duration, loads int, err error) {
 	var mu sync.Mutex
-	loads := 0
 	load := func(ctx context.Context) ([]byte, error) {
 		mu.Lock()
 		loads++
@@ -170,7 +179,8 @@ func stampede(ctx context.Context, caches []stampedeCache, key string, cfg Stamp
 			return nil, ctx.Err()
 		}
 	}
-	took := make([]time.Duration, cfg.Goroutines)
+	took = make([]time.Duration, cfg.Goroutines)
+	call = make([]time.Duration, cfg.Goroutines)
 	errs := make([]error, cfg.Goroutines)
 	start := make(chan struct{})
 	var begin time.Time // written before start closes
@@ -180,10 +190,13 @@ func stampede(ctx context.Context, caches []stampedeCache, key string, cfg Stamp
 		wg.Go(func() {
 			ready.Done()
 			<-start
+			called := time.Now()
 			v, err := caches[i%len(caches)].get(ctx, key, load)
-			// From the start, not from when this goroutine ran: on two
-			// cores, the last of 1,000 goroutines runs milliseconds later.
+			// From the start too, not only from when this goroutine ran:
+			// on two cores, the last of 1,000 goroutines runs milliseconds
+			// later.
 			took[i] = time.Since(begin)
+			call[i] = time.Since(called)
 			if err == nil && string(v) != "the value of "+key {
 				err = fmt.Errorf("got %q", v)
 			}
@@ -194,21 +207,23 @@ func stampede(ctx context.Context, caches []stampedeCache, key string, cfg Stamp
 	begin = time.Now()
 	close(start)
 	wg.Wait()
-	return took, loads, errors.Join(errs...)
+	return took, call, loads, errors.Join(errs...)
 }
 
 // WriteStampedeTable writes the results as a markdown table.
 func WriteStampedeTable(w io.Writer, cfg StampedeConfig, results []StampedeResult) {
 	fmt.Fprintf(w, "%d goroutines over %d processes (each a go-redis client and a cache of its own) Get one cold key "+
 		"at once; the load takes %v. %d rounds of a new key each, after a warm-up round. Times run from the start "+
-		"of the round to each Get's return. Commands are Redis's, inside scripts included: per Get, per process "+
-		"and round, and per waiting process (a round's less a round of one process alone, over the %d others).\n\n",
+		"of the round to each Get's return, then from each Get's call to its return (its latency). Commands are "+
+		"Redis's, inside scripts included: per Get, per process and round, and per waiting process (a round's less "+
+		"a round of one process alone, over the %d others).\n\n",
 		cfg.Goroutines, cfg.Processes, cfg.Load, cfg.Rounds, cfg.Processes-1)
-	fmt.Fprintf(w, "| row | loads per stampede | p50 | p99 | max | median round's p99 | requests per Get | Redis commands per Get | per process | per waiting process |\n")
-	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(w, "| row | loads per stampede | p50 | p99 | max | median round's p99 | Get p50 | Get p99 | median round's Get p99 | requests per Get | Redis commands per Get | per process | per waiting process |\n")
+	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range results {
-		fmt.Fprintf(w, "| %s | %.1f | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.1f | %.1f |\n",
-			r.Approach, r.Loads, r.P50Ms, r.P99Ms, r.MaxMs, r.RoundP99Ms, r.Requests, r.Commands, r.CommandsPerProcess, r.CommandsPerWaiter)
+		fmt.Fprintf(w, "| %s | %.1f | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.1f | %.1f |\n",
+			r.Approach, r.Loads, r.P50Ms, r.P99Ms, r.MaxMs, r.RoundP99Ms, r.CallP50Ms, r.CallP99Ms, r.CallRoundP99Ms,
+			r.Requests, r.Commands, r.CommandsPerProcess, r.CommandsPerWaiter)
 	}
 	fmt.Fprintln(w)
 	for _, row := range StampedeRows() {

@@ -24,6 +24,10 @@ func TestStampedeRows(t *testing.T) {
 		if row.Name == "singleflight" {
 			want = float64(cfg.Processes)
 		}
+		// Each Get's time from its call is within its time from the start.
+		if r.CallP50Ms <= 0 || r.CallP50Ms > r.P50Ms || r.CallP99Ms > r.P99Ms || r.CallRoundP99Ms > r.RoundP99Ms {
+			t.Errorf("%s: %+v, want each Get's latency from its call above 0 and within that from the start", row.Name, r)
+		}
 		if r.Loads != want || r.Gets != cfg.Goroutines*cfg.Rounds {
 			t.Errorf("%s: %+v, want %v loads per stampede", row.Name, r, want)
 		}
