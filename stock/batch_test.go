@@ -455,7 +455,7 @@ func TestBatchReservesOfOneSKUBadKeys(t *testing.T) {
 }
 
 // On a Cluster, one batch holds skus of several slots, and go-redis sends
-// each to its node.
+// each to its node; the two Reserves of each sku go as one script.
 func TestBatchCluster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.NewCluster(t, 3, 0)
@@ -472,20 +472,21 @@ func TestBatchCluster(t *testing.T) {
 	letGo := l.hold(t, inv, skus[0])
 	var errs []<-chan error
 	for i, sku := range skus {
-		errs = append(errs, queue(t, inv, i+1, func() error { return inv.Reserve(ctx, sku, "o1", 2, time.Minute) }))
+		errs = append(errs, queue(t, inv, 2*i+1, func() error { return inv.Reserve(ctx, sku, "o1", 2, time.Minute) }))
+		errs = append(errs, queue(t, inv, 2*i+2, func() error { return inv.Reserve(ctx, sku, "o2", 2, time.Minute) }))
 	}
 	letGo()
 	for i, errc := range errs {
 		if err := <-errc; err != nil {
-			t.Errorf("Reserve of %q in a batch = %v", skus[i], err)
+			t.Errorf("Reserve %d of %q in a batch = %v", i%2+1, skus[i/2], err)
 		}
 	}
 	// (A node that lacks the script gets its own again, with EVAL.)
-	if got := l.sent(); len(got) < 1 || len(got[0]) != len(skus) {
-		t.Errorf("pipelines %v, want the four Reserves in one first", got)
+	if got := l.sent(); len(got) < 1 || len(got[0]) != 2*len(skus) {
+		t.Errorf("batches %v, want the eight Reserves in one first", got)
 	}
 	for _, sku := range skus {
-		wantLevels(t, inv, sku, stock.Levels{Available: 3, Held: 2})
+		wantLevels(t, inv, sku, stock.Levels{Available: 1, Held: 4})
 	}
 }
 

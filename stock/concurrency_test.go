@@ -130,3 +130,32 @@ func TestRetryAfterLostReply(t *testing.T) {
 	retried(func() error { return inv.Cancel(ctx, sku, "o2") })
 	wantLevels(t, inv, sku, stock.Levels{Available: 7, Sold: 3})
 }
+
+// The same order reserved, then committed, by many goroutines of several
+// Inventories at once, as retries racing each other: one hold, one sale.
+// (Calls of one Inventory that meet in a batch go as one script, which
+// makes them one after the other.)
+func TestConcurrentRetriesHoldOnce(t *testing.T) {
+	t.Parallel()
+	invs := []*stock.Inventory{newInventory(t, shared(t)), newInventory(t, shared(t))}
+	ctx := context.Background()
+	sku := testSKU(t, "shirt")
+	mustSet(t, invs[0], sku, 5)
+	const callers = 50
+	all := func(call func(inv *stock.Inventory) error) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make([]error, callers)
+		for i := range callers {
+			wg.Go(func() { errs[i] = call(invs[i%len(invs)]) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all(func(inv *stock.Inventory) error { return inv.Reserve(ctx, sku, "o1", 2, time.Minute) })
+	wantLevels(t, invs[0], sku, stock.Levels{Available: 3, Held: 2})
+	all(func(inv *stock.Inventory) error { return inv.Commit(ctx, sku, "o1") })
+	wantLevels(t, invs[0], sku, stock.Levels{Available: 3, Sold: 2})
+}
