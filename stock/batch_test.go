@@ -41,6 +41,19 @@ func newLanes() *lanes {
 	return &lanes{arrived: make(chan struct{}, 100), release: make(chan struct{})}
 }
 
+// withLanes returns a client of the shared server with scripts loaded (so
+// that none goes again with EVAL), its lanes hook, and an Inventory on it.
+func withLanes(t *testing.T, opts ...stock.Option) (*redis.Client, *lanes, *stock.Inventory) {
+	t.Helper()
+	rdb := shared(t)
+	l := newLanes()
+	rdb.AddHook(l)
+	if err := stock.LoadScripts(context.Background(), rdb); err != nil {
+		t.Fatal(err)
+	}
+	return rdb, l, newInventory(t, rdb, opts...)
+}
+
 func (l *lanes) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (l *lanes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
@@ -150,14 +163,8 @@ func queue(t *testing.T, inv *stock.Inventory, n int, call func() error) <-chan 
 // takes two of the last three units, the second finds too few.
 func TestBatchKeepsOrder(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
-	l := newLanes()
-	rdb.AddHook(l)
-	inv := newInventory(t, rdb)
+	_, l, inv := withLanes(t)
 	ctx := context.Background()
-	if err := stock.LoadScripts(ctx, rdb); err != nil {
-		t.Fatal(err)
-	}
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 3)
 	if err := inv.Reserve(ctx, sku, "earlier", 1, time.Minute); err != nil {
@@ -289,14 +296,8 @@ func TestBatchConnectionBreaks(t *testing.T) {
 // it.
 func TestBatchReservesOfOneSKU(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
-	l := newLanes()
-	rdb.AddHook(l)
-	inv := newInventory(t, rdb)
+	_, l, inv := withLanes(t)
 	ctx := context.Background()
-	if err := stock.LoadScripts(ctx, rdb); err != nil {
-		t.Fatal(err)
-	}
 	sku, other := testSKU(t, "shirt"), testSKU(t, "socks")
 	mustSet(t, inv, sku, 4)
 	mustSet(t, inv, other, 1)
@@ -352,14 +353,8 @@ func TestBatchReservesOfOneSKU(t *testing.T) {
 // which makes each as Commit or Cancel alone would, in the order they came.
 func TestBatchSettlesOfOneSKU(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
-	l := newLanes()
-	rdb.AddHook(l)
-	inv := newInventory(t, rdb)
+	_, l, inv := withLanes(t)
 	ctx := context.Background()
-	if err := stock.LoadScripts(ctx, rdb); err != nil {
-		t.Fatal(err)
-	}
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 10)
 	for i, order := range []string{"a", "b", "c"} {
@@ -406,26 +401,10 @@ func TestBatchSettlesOfOneSKU(t *testing.T) {
 // reading them when no hold is due); and nothing changes.
 func TestBatchReservesOfOneSKUBadKeys(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
-	l := newLanes()
-	rdb.AddHook(l)
 	prefix := testPrefix(t)
-	inv := newInventory(t, rdb, stock.WithPrefix(prefix))
+	rdb, l, inv := withLanes(t, stock.WithPrefix(prefix))
 	ctx := context.Background()
-	if err := stock.LoadScripts(ctx, rdb); err != nil {
-		t.Fatal(err)
-	}
-	mustSet(t, inv, "shirt", 5)
-	if err := inv.Reserve(ctx, "shirt", "o1", 1, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	holds := prefix + "{shirt}:holds"
-	if err := rdb.Del(ctx, holds).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.Set(ctx, holds, "not a sorted set", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	holds := badHolds(t, rdb, inv, prefix)
 
 	letGo := l.hold(t, inv, "shirt")
 	var wrong, unknown []<-chan error

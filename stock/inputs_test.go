@@ -126,12 +126,7 @@ func TestWrongType(t *testing.T) {
 	}
 	time.Sleep(2 * time.Millisecond) // the hold expires, but is not returned yet
 	orders := prefix + "{shirt}:order"
-	if err := rdb.Del(ctx, orders).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.Set(ctx, orders, "not a hash", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	clobber(t, rdb, orders)
 	err := inv.Reserve(ctx, "shirt", "o2", 1, time.Minute)
 	if !errors.Is(err, stock.ErrWrongType) || !strings.Contains(err.Error(), orders) {
 		t.Fatalf("Reserve = %v, want ErrWrongType naming %s", err, orders)
@@ -157,17 +152,7 @@ func TestWrongTypeHolds(t *testing.T) {
 	prefix := testPrefix(t)
 	inv := newInventory(t, rdb, stock.WithPrefix(prefix))
 	ctx := context.Background()
-	mustSet(t, inv, "shirt", 5)
-	if err := inv.Reserve(ctx, "shirt", "o1", 1, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	holds := prefix + "{shirt}:holds"
-	if err := rdb.Del(ctx, holds).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.Set(ctx, holds, "not a sorted set", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	holds := badHolds(t, rdb, inv, prefix)
 	if err := inv.Reserve(ctx, "shirt", "o2", 1, time.Minute); !errors.Is(err, stock.ErrWrongType) || !strings.Contains(err.Error(), holds) {
 		t.Errorf("Reserve = %v, want ErrWrongType naming %s", err, holds)
 	}

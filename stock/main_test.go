@@ -93,3 +93,31 @@ func newServer(t testing.TB) *redistest.Server {
 	t.Helper()
 	return redistest.NewServer(t)
 }
+
+// clobber replaces key with a string: a key of another type than the
+// stock keeps there.
+func clobber(t testing.TB, rdb *redis.Client, key string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := rdb.Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, key, "not what the stock keeps here", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// badHolds sets up sku "shirt" of inv (whose prefix is prefix) with 5
+// units, 1 held by order "o1" for an hour, then replaces its holds with a
+// key of another type while no hold is due, so that no call reads them
+// before it writes. It returns the name of that key.
+func badHolds(t testing.TB, rdb *redis.Client, inv *stock.Inventory, prefix string) string {
+	t.Helper()
+	mustSet(t, inv, "shirt", 5)
+	if err := inv.Reserve(context.Background(), "shirt", "o1", 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	holds := prefix + "{shirt}:holds"
+	clobber(t, rdb, holds)
+	return holds
+}

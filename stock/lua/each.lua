@@ -5,7 +5,7 @@
 -- at the sku and one write of it, instead of one script each.
 --
 -- KEYS     the three of one sku (see prelude.lua)
--- ARGV[2…] the calls, WIDTH values each, the order first
+-- ARGV[2…] the calls, the same number of values each, the order first
 --
 -- They return a list with one reply per call, in the order given: the reply
 -- the script for one call would have given it, run after the calls before
@@ -22,48 +22,58 @@ local function every(n, r)
   return replies
 end
 
--- each_begin reads the sku (settling the orders due, as begin does) and the
--- record of each call's order. It returns the number of calls, the server
--- time, the sku's state and the orders' records (false for none); or nil and
--- the replies to return at once.
-local function each_begin(width)
+-- each_run reads the sku (settling the orders due, as begin does) and the
+-- records of the calls' orders, makes the calls, then writes what they did
+-- and returns their replies. width is how many ARGV each call takes.
+--
+-- decide makes one call: decide(s, now, b, state, qty) gets the sku's state
+-- s (which it changes as the call does), the server time, the index in ARGV
+-- of the call's first value (its order), and the state and quantity of the
+-- order's record (as parse gives them), as the calls before it left it. It
+-- returns the call's reply; and for a call that changes the order, its new
+-- record and its new score in the sku's holds.
+local function each_run(width, decide)
   local n = (#ARGV - 1) / width
   local now, skus = begin(nil)
   if not now then
-    return nil, every(n, skus)
+    return every(n, skus)
   end
   local s = skus[0]
   if not s.known then
-    return nil, every(n, {UNKNOWN, 0})
+    return every(n, {UNKNOWN, 0})
   end
+  local _, orders, holds_key = sku_keys(0)
   local names = {}
   for j = 1, n do
     names[j] = ARGV[2 + width * (j - 1)]
   end
-  local _, orders = sku_keys(0)
-  return n, now, s, redis.call('HMGET', orders, unpack(names)) -- begin read its type
-end
+  local records = redis.call('HMGET', orders, unpack(names)) -- begin read its type
 
--- each_write writes what the calls did: holds, the scores of orders in the
--- sku's holds (score, order, ...), whose earliest may bring the sku's due
--- forward; records, the orders' new records (order, record, ...); and the
--- sku's level from s. It returns replies, or every reply a key of another
--- type, when the holds are one: their ZADD is the first write.
-local function each_write(n, s, holds, records, replies)
+  local replies, holds, written = {}, {}, {}
+  local last = {} -- order -> the record a call before gave it
+  for j = 1, n do
+    local order = names[j]
+    local state, qty = parse(last[order] or records[j])
+    local reply, record, score = decide(s, now, 2 + width * (j - 1), state, qty)
+    replies[j] = reply
+    if record then
+      last[order] = record
+      holds[#holds + 1], holds[#holds + 2] = score, order
+      written[#written + 1], written[#written + 2] = order, record
+      if score < s.due then
+        s.due = score
+      end
+    end
+  end
   if #holds == 0 then
     return replies
   end
-  local _, orders, holds_key = sku_keys(0)
+  -- The first write, to the one key begin may not have read (see add_hold).
   local _, bad = checked(3, 'ZADD', holds_key, unpack(holds))
   if bad then
     return every(n, bad)
   end
-  for j = 1, #holds, 2 do
-    if holds[j] < s.due then
-      s.due = holds[j]
-    end
-  end
   put(0, s)
-  redis.call('HSET', orders, unpack(records))
+  redis.call('HSET', orders, unpack(written))
   return replies
 end

@@ -176,6 +176,17 @@ local function add_hold(i, s, order, score)
   end
 end
 
+-- settle_units ends a hold of qty units in s: they are sold for outcome
+-- 'sold', and available again for 'cancelled'.
+local function settle_units(s, outcome, qty)
+  s.held = s.held - qty
+  if outcome == 'sold' then
+    s.sold = s.sold + qty
+  else
+    s.available = s.available + qty
+  end
+end
+
 -- put writes the level of sku i from s.
 local function put(i, s)
   redis.call('HSET', sku_keys(i), 'available', int(s.available), 'held', int(s.held), 'sold', int(s.sold), 'due', int(s.due))

@@ -41,12 +41,7 @@ for _, h in ipairs(held) do
   if bad then
     return bad -- only ever for the first sku: a cart's holds were read
   end
-  s.held = s.held - tonumber(qty)
-  if outcome == 'sold' then
-    s.sold = s.sold + tonumber(qty)
-  else
-    s.available = s.available + tonumber(qty)
-  end
+  settle_units(s, outcome, tonumber(qty))
   put(i, s)
   redis.call('HSET', orders, order, outcome .. ':' .. qty)
 end
