@@ -3,7 +3,6 @@ package stock_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -206,13 +205,10 @@ func TestContextEndsFirst(t *testing.T) {
 // Redis down: an error, within go-redis's dial timeout.
 func TestRedisDown(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nobody listens there now
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	// Port 1: a free port closed again could be taken at once by another
+	// test's server (once, one with a "shirt" on it, and the Reserve
+	// succeeded); nobody listens on port 1, and no test server gets it.
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	inv := newInventory(t, rdb)
 	if err := inv.Reserve(context.Background(), "shirt", "o1", 1, time.Minute); err == nil || !strings.Contains(err.Error(), `reserve "shirt" for order "o1"`) {
