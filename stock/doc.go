@@ -17,15 +17,18 @@
 //
 // Calls of one Inventory that come together go out together: a Reserve,
 // Commit or Cancel made while a batch of the Inventory is in flight waits
-// for it to come back, then goes out as one pipeline with
-// every call that queued meanwhile, in the order they came, each with its
-// own reply or error. In a batch, the Reserves of one sku go as one script,
-// and its Commits and Cancels as another, which make the calls one after
-// the other as they came, with one look at the sku and one write of it. A
-// call on a quiet Inventory is sent at once, with no timer, so batching
-// adds no wait to a lone caller, and under load it saves round trips and
-// most of Redis's work per call; that is one reason to share one Inventory
-// per process.
+// for it to come back, then goes out as one pipeline with every call that
+// queued meanwhile, in the order they came, each with its own reply or
+// error. In a batch, the Reserves of one sku go as one script, where the
+// first of them came, and its Commits and Cancels as another, where the
+// first of those came; each makes its calls one after the other as they
+// came, with one look at the sku and one write of it. So a Cancel may run
+// before a Reserve of the sku that came before it in the batch: the calls
+// of a batch were all in flight at once, and any order is one they could
+// have run in. A call on a quiet Inventory is sent at once, with no timer,
+// so batching adds no wait to a lone caller, and under load it saves round
+// trips and most of Redis's work per call; that is one reason to share one
+// Inventory per process.
 //
 // # Guarantees
 //

@@ -15,8 +15,11 @@ const maxEach = 100
 // sendBatch runs a batch of the Inventory's calls (the Batcher's run). The
 // Reserves of one sku in it go out as one run of reserve_each.lua, and its
 // Commits and Cancels as one run of settle_each.lua (those of a single sku
-// each; a cart's go as they came). A merged run makes its calls one after
-// the other in the order they came, as the batch would have: Redis then
+// each; a cart's go as they came). A merged run takes the place of its
+// first call, and makes its calls one after the other in the order they
+// came. The batch then runs a sku's Reserves and its Commits and Cancels
+// in two groups, not interleaved as they came: its calls were all in
+// flight at once, so that is an order they could have run in. Redis then
 // looks at the sku and writes it once, and runs one script instead of
 // many, which is most of a call's cost on the server. Each call still gets
 // its own reply.
