@@ -61,7 +61,7 @@ func mergeRuns(runs []*scriptRun) []*scriptRun {
 		}
 		m := out[at]
 		if m.parts == nil { // the group's second call: merge the two
-			args := make([]any, 0, 1+(len(m.args)-1)*maxEach)
+			args := make([]any, 0, 1+(len(m.args)-1)*min(len(runs), maxEach))
 			m = &scriptRun{s: each, keys: m.keys, args: append(args, m.args...), parts: []*scriptRun{m}}
 			out[at] = m
 		}

@@ -9,9 +9,9 @@ import (
 // The Lua scripts, one file per operation, each run after prelude.lua,
 // which holds what they share: the keys of a sku, the reply codes, and the
 // return of expired holds to the stock; the *_each.lua scripts also after
-// each.lua. Each file's header documents its
-// KEYS, ARGV and replies. They run with EVALSHA, and with EVAL when the
-// server does not have them (NOSCRIPT): see send.go.
+// each.lua. Each file's header documents its KEYS, ARGV and replies. They
+// run with EVALSHA, and with EVAL when the server does not have them
+// (NOSCRIPT): see send.go.
 var (
 	//go:embed lua/prelude.lua
 	preludeLua string
