@@ -22,8 +22,10 @@ fuzz:           ## each fuzz test for FUZZTIME (default 30s)
 	$(GO) test -run '^$$' -fuzz '^FuzzSKUKeys$$' -fuzztime $(or $(FUZZTIME),30s) ./stock
 	$(GO) test -run '^$$' -fuzz '^FuzzReserve$$' -fuzztime $(or $(FUZZTIME),30s) ./stock
 
-lint:           ## golangci-lint with .golangci.yml
-	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
+lint:           ## golangci-lint with .golangci.yml, on every module
+	for m in . bench faults gocron prometheus otel; do \
+		(cd $$m && $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...) || exit 1; \
+	done
 
 vulncheck:      ## known vulnerabilities in the code and its dependencies (needs internet access)
 	$(GO) run golang.org/x/vuln/cmd/govulncheck@latest ./...

@@ -324,4 +324,4 @@ func (c cachefillCache) get(ctx context.Context, key string, load func(context.C
 	return c.cache.Get(ctx, key, time.Minute, load)
 }
 
-func (c cachefillCache) close() { c.cache.Close() }
+func (c cachefillCache) close() { _ = c.cache.Close() }

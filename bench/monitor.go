@@ -37,7 +37,10 @@ func StartMonitor(ctx context.Context, addr string) (*Monitor, error) {
 	}
 	if line, err := r.ReadString('\n'); err != nil || line != "+OK\r\n" {
 		_ = conn.Close()
-		return nil, fmt.Errorf("bench: MONITOR answered %q, %v", line, err)
+		if err != nil {
+			return nil, fmt.Errorf("bench: MONITOR: %w", err)
+		}
+		return nil, fmt.Errorf("bench: MONITOR answered %q", line)
 	}
 	m := &Monitor{conn: conn, marker: "bench-monitor-end-" + randomToken(), done: make(chan error, 1)}
 	go func() { m.done <- m.read(r) }()

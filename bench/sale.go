@@ -77,12 +77,12 @@ func SaleRows() []SaleRow {
 }
 
 // RunSale runs cfg.Rounds sales with row against the Redis at addr.
-func RunSale(ctx context.Context, addr string, row SaleRow, cfg SaleConfig) (SaleResult, error) {
+func RunSale(ctx context.Context, addr string, row SaleRow, cfg SaleConfig) (_ SaleResult, err error) {
 	s, err := NewSale(addr, row, cfg)
 	if err != nil {
 		return SaleResult{}, err
 	}
-	defer s.Close()
+	defer func() { err = errors.Join(err, s.Close()) }()
 	for range cfg.Rounds {
 		if err := s.Round(ctx); err != nil {
 			return s.Result(), err

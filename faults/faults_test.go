@@ -63,10 +63,10 @@ func onOpenConnection(t *testing.T, rdb *redis.Client, f func()) {
 }
 
 // timed runs f and returns its error and how long it took.
-func timed(f func() error) (error, time.Duration) {
+func timed(f func() error) (time.Duration, error) {
 	start := time.Now()
 	err := f()
-	return err, time.Since(start)
+	return time.Since(start), err
 }
 
 // isConnError reports whether err is what a client gets from a closed or
@@ -123,7 +123,7 @@ func TestCutRestore(t *testing.T) {
 		t.Errorf("read on a connection open before Cut = %v, want EOF", err)
 	}
 	// go-redis finds its connection closed, and dials again.
-	err, took := timed(func() error { return rdb.Ping(t.Context()).Err() })
+	took, err := timed(func() error { return rdb.Ping(t.Context()).Err() })
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("PING after Cut = %v, want connection refused", err)
 	}
@@ -157,7 +157,7 @@ func TestLatency(t *testing.T) {
 		var err error
 		var took time.Duration
 		onOpenConnection(t, rdb, func() {
-			err, took = timed(func() error { return rdb.Ping(t.Context()).Err() })
+			took, err = timed(func() error { return rdb.Ping(t.Context()).Err() })
 		})
 		if err != nil {
 			t.Fatalf("PING with Latency(%v, %v): %v", d, jitter, err)
@@ -206,7 +206,7 @@ func TestBlackhole(t *testing.T) {
 	var err error
 	var took time.Duration
 	onOpenConnection(t, rdb, func() {
-		err, took = timed(func() error { return rdb.Ping(t.Context()).Err() })
+		took, err = timed(func() error { return rdb.Ping(t.Context()).Err() })
 	})
 	if !isTimeout(err) {
 		t.Errorf("PING on an open connection into a blackhole = %v, want a timeout", err)

@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,14 +31,14 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		if err != flag.ErrHelp {
+		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "sale:", err)
 		}
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("sale", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg bench.SaleConfig
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if sales[i], err = bench.NewSale(srv.Addr(), row, cfg); err != nil {
 			return err
 		}
-		defer sales[i].Close()
+		defer func(s *bench.Sale) { err = errors.Join(err, s.Close()) }(sales[i])
 	}
 	for round := range cfg.Rounds {
 		for i, s := range sales {
