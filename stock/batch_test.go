@@ -167,9 +167,7 @@ func TestBatchKeepsOrder(t *testing.T) {
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 3)
-	if err := inv.Reserve(ctx, sku, "earlier", 1, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, sku, "earlier", 1, time.Minute)
 
 	letGo := l.hold(t, inv, sku)
 	big := queue(t, inv, 1, func() error { return inv.Reserve(ctx, sku, "big", 2, time.Minute) })
@@ -301,9 +299,7 @@ func TestBatchReservesOfOneSKU(t *testing.T) {
 	sku, other := testSKU(t, "shirt"), testSKU(t, "socks")
 	mustSet(t, inv, sku, 4)
 	mustSet(t, inv, other, 1)
-	if err := inv.Reserve(ctx, sku, "earlier", 1, time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, sku, "earlier", 1, time.Millisecond)
 	time.Sleep(5 * time.Millisecond) // past the hold, by the server's clock too
 
 	letGo := l.hold(t, inv, sku)
@@ -358,9 +354,7 @@ func TestBatchSettlesOfOneSKU(t *testing.T) {
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 10)
 	for i, order := range []string{"a", "b", "c"} {
-		if err := inv.Reserve(ctx, sku, order, int64(i+1), time.Minute); err != nil {
-			t.Fatal(err)
-		}
+		mustReserve(t, inv, sku, order, int64(i+1), time.Minute)
 	}
 
 	letGo := l.hold(t, inv, sku)

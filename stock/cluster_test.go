@@ -70,9 +70,7 @@ func TestCluster(t *testing.T) {
 
 	// One sku at a time, any sku goes.
 	for _, sku := range []string{hat, odd} {
-		if err := inv.Reserve(ctx, sku, "o3", 2, time.Minute); err != nil {
-			t.Fatal(err)
-		}
+		mustReserve(t, inv, sku, "o3", 2, time.Minute)
 		if err := inv.Commit(ctx, sku, "o3"); err != nil {
 			t.Fatal(err)
 		}

@@ -22,13 +22,9 @@ func TestHoldExpires(t *testing.T) {
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 10)
 	for _, order := range []string{"abandoned", "cancelled-late", "committed-late"} {
-		if err := inv.Reserve(ctx, sku, order, 2, 20*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
+		mustReserve(t, inv, sku, order, 2, 20*time.Millisecond)
 	}
-	if err := inv.Reserve(ctx, sku, "kept", 1, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, sku, "kept", 1, time.Minute)
 	eventually(t, 10*time.Second, "the expired holds are back", func() bool {
 		return levels(t, inv, sku) == stock.Levels{Available: 9, Held: 1}
 	})
@@ -40,9 +36,7 @@ func TestHoldExpires(t *testing.T) {
 		t.Errorf("Cancel after the hold expired = %v, want ErrNoReservation", err)
 	}
 	// An expired order may reserve again, and the hold not expired is kept.
-	if err := inv.Reserve(ctx, sku, "abandoned", 2, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, sku, "abandoned", 2, time.Minute)
 	if err := inv.Commit(ctx, sku, "kept"); err != nil {
 		t.Fatal(err)
 	}
@@ -58,9 +52,7 @@ func TestCommitAtExpiry(t *testing.T) {
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 1)
-	if err := inv.Reserve(ctx, sku, "o1", 1, time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, sku, "o1", 1, time.Millisecond)
 	time.Sleep(5 * time.Millisecond) // past the hold, by the server's clock too
 	if err := inv.Commit(ctx, sku, "o1"); !errors.Is(err, stock.ErrNoReservation) {
 		t.Fatalf("Commit past the hold = %v, want ErrNoReservation", err)
@@ -79,9 +71,7 @@ func TestManyExpiredHolds(t *testing.T) {
 	const holds = 250
 	mustSet(t, inv, sku, holds+1)
 	for i := range holds {
-		if err := inv.Reserve(ctx, sku, fmt.Sprint("o", i), 1, time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
+		mustReserve(t, inv, sku, fmt.Sprint("o", i), 1, time.Millisecond)
 	}
 	time.Sleep(5 * time.Millisecond) // every hold is past its deadline
 	var sent counter
@@ -107,9 +97,7 @@ func TestRetention(t *testing.T) {
 	ctx := context.Background()
 	mustSet(t, inv, "shirt", 5)
 	for _, order := range []string{"o1", "o2", "o3"} {
-		if err := inv.Reserve(ctx, "shirt", order, 1, time.Minute); err != nil {
-			t.Fatal(err)
-		}
+		mustReserve(t, inv, "shirt", order, 1, time.Minute)
 	}
 	if err := inv.Commit(ctx, "shirt", "o1"); err != nil {
 		t.Fatal(err)
@@ -138,9 +126,7 @@ func TestRedisRestartedEmpty(t *testing.T) {
 	inv := newInventory(t, srv.Client())
 	ctx := context.Background()
 	mustSet(t, inv, "shirt", 5)
-	if err := inv.Reserve(ctx, "shirt", "o1", 1, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, "shirt", "o1", 1, time.Minute)
 	srv.Restart()
 	if err := inv.Commit(ctx, "shirt", "o1"); !errors.Is(err, stock.ErrUnknownSKU) {
 		t.Errorf("Commit after a restart = %v, want ErrUnknownSKU", err)
@@ -159,12 +145,8 @@ func TestShortHoldAfterLongOne(t *testing.T) {
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 10)
-	if err := inv.Reserve(ctx, sku, "long", 1, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if err := inv.Reserve(ctx, sku, "short", 2, 20*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, sku, "long", 1, time.Hour)
+	mustReserve(t, inv, sku, "short", 2, 20*time.Millisecond)
 	eventually(t, 10*time.Second, "the short hold back", func() bool {
 		return levels(t, inv, sku) == stock.Levels{Available: 9, Held: 1}
 	})
@@ -182,12 +164,8 @@ func TestLevelWithoutDue(t *testing.T) {
 	inv := newInventory(t, rdb, stock.WithPrefix(prefix))
 	ctx := context.Background()
 	mustSet(t, inv, "shirt", 10)
-	if err := inv.Reserve(ctx, "shirt", "long", 1, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if err := inv.Reserve(ctx, "shirt", "short", 2, 20*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, "shirt", "long", 1, time.Hour)
+	mustReserve(t, inv, "shirt", "short", 2, 20*time.Millisecond)
 	level := prefix + "{shirt}:level"
 	if err := rdb.HDel(ctx, level, "due").Err(); err != nil {
 		t.Fatal(err)

@@ -116,9 +116,7 @@ func TestWrongType(t *testing.T) {
 	inv := newInventory(t, rdb, stock.WithPrefix(prefix))
 	ctx := context.Background()
 	mustSet(t, inv, "shirt", 5)
-	if err := inv.Reserve(ctx, "shirt", "o1", 1, time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, "shirt", "o1", 1, time.Millisecond)
 	holds := prefix + "{shirt}:holds"
 	if n, err := rdb.ZCard(ctx, holds).Result(); err != nil || n != 1 {
 		t.Fatalf("ZCARD %s = %d, %v; want the hold there", holds, n, err)
@@ -190,9 +188,7 @@ func TestContextEndsFirst(t *testing.T) {
 	}
 	// The abandoned Reserve went through: a retry changes nothing.
 	inv = newInventory(t, rdb)
-	if err := inv.Reserve(ctx, "shirt", "o1", 1, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, "shirt", "o1", 1, time.Minute)
 	wantLevels(t, inv, "shirt", stock.Levels{Available: 4, Held: 1})
 
 	cancelled, cancel := context.WithCancel(ctx)

@@ -94,6 +94,14 @@ func newServer(t testing.TB) *redistest.Server {
 	return redistest.NewServer(t)
 }
 
+// mustReserve reserves qty of sku for order, for hold, or fails the test.
+func mustReserve(t testing.TB, inv *stock.Inventory, sku, order string, qty int64, hold time.Duration) {
+	t.Helper()
+	if err := inv.Reserve(context.Background(), sku, order, qty, hold); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // clobber replaces key with a string: a key of another type than the
 // stock keeps there.
 func clobber(t testing.TB, rdb *redis.Client, key string) {
@@ -114,9 +122,7 @@ func clobber(t testing.TB, rdb *redis.Client, key string) {
 func badHolds(t testing.TB, rdb *redis.Client, inv *stock.Inventory, prefix string) string {
 	t.Helper()
 	mustSet(t, inv, "shirt", 5)
-	if err := inv.Reserve(context.Background(), "shirt", "o1", 1, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, "shirt", "o1", 1, time.Hour)
 	holds := prefix + "{shirt}:holds"
 	clobber(t, rdb, holds)
 	return holds

@@ -17,12 +17,8 @@ func TestReserveCommitCancel(t *testing.T) {
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 10)
 
-	if err := inv.Reserve(ctx, sku, "o1", 3, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if err := inv.Reserve(ctx, sku, "o2", 4, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, sku, "o1", 3, time.Minute)
+	mustReserve(t, inv, sku, "o2", 4, time.Minute)
 	wantLevels(t, inv, sku, stock.Levels{Available: 3, Held: 7})
 	if err := inv.Commit(ctx, sku, "o1"); err != nil {
 		t.Fatal(err)
@@ -51,12 +47,8 @@ func TestCallsAreIdempotent(t *testing.T) {
 	mustSet(t, inv, sku, 10)
 
 	for range 3 {
-		if err := inv.Reserve(ctx, sku, "paid", 2, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		if err := inv.Reserve(ctx, sku, "dropped", 3, time.Minute); err != nil {
-			t.Fatal(err)
-		}
+		mustReserve(t, inv, sku, "paid", 2, time.Minute)
+		mustReserve(t, inv, sku, "dropped", 3, time.Minute)
 	}
 	wantLevels(t, inv, sku, stock.Levels{Available: 5, Held: 5})
 	for range 3 {
@@ -69,9 +61,7 @@ func TestCallsAreIdempotent(t *testing.T) {
 	}
 	wantLevels(t, inv, sku, stock.Levels{Available: 8, Sold: 2})
 	// A late retry of the paid order's Reserve: it has its units.
-	if err := inv.Reserve(ctx, sku, "paid", 2, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, sku, "paid", 2, time.Minute)
 	wantLevels(t, inv, sku, stock.Levels{Available: 8, Sold: 2})
 }
 
@@ -213,9 +203,7 @@ func TestDelete(t *testing.T) {
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 5)
-	if err := inv.Reserve(ctx, sku, "o1", 2, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, sku, "o1", 2, time.Minute)
 	if err := inv.Delete(ctx, sku); err != nil {
 		t.Fatal(err)
 	}
@@ -242,9 +230,7 @@ func TestReserveWithNothingDue(t *testing.T) {
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 3)
-	if err := inv.Reserve(ctx, sku, "o1", 3, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, sku, "o1", 3, time.Hour)
 	if err := inv.Reserve(ctx, sku, "o1", 3, time.Hour); err != nil {
 		t.Errorf("the retried Reserve, sold out = %v, want nil", err)
 	}
@@ -260,9 +246,7 @@ func TestReserveWithNothingDue(t *testing.T) {
 	if err := inv.Reserve(ctx, sku, "o1", 2, time.Hour); err != nil {
 		t.Errorf("Reserve of a cancelled order = %v, want nil", err)
 	}
-	if err := inv.Reserve(ctx, sku, "o2", 1, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	mustReserve(t, inv, sku, "o2", 1, time.Hour)
 	wantLevels(t, inv, sku, stock.Levels{Available: 0, Held: 3})
 	if err := inv.Commit(ctx, sku, "o1"); err != nil {
 		t.Fatal(err)
