@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -13,11 +15,8 @@ import (
 // Invalidate after the loader read gen marks what it stores.
 func TestStoreOnlyWhileHolding(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.NewServer(t).Client()
-	c := New(rdb)
-	defer c.Close()
+	rdb, c, k := newStoreEnv(t)
 	ctx := context.Background()
-	k := keysOf(DefaultPrefix, "k")
 	s := stored{value: []byte("late"), ttl: time.Minute, took: time.Millisecond, gen: "0"}
 
 	if code, err := c.store(ctx, k, "paused-loader", s); err != nil || code != storeNotHeld {
@@ -53,11 +52,8 @@ func TestStoreOnlyWhileHolding(t *testing.T) {
 // gives up clears the claim and adds a message that says so.
 func TestFillClaimAndMessages(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.NewServer(t).Client()
-	c := New(rdb)
-	defer c.Close()
+	rdb, c, k := newStoreEnv(t)
 	ctx := context.Background()
-	k := keysOf(DefaultPrefix, "k")
 	read := func(token string) entry {
 		t.Helper()
 		e, err := c.read(ctx, k, token)
@@ -124,4 +120,14 @@ func TestFillClaimAndMessages(t *testing.T) {
 	if n := rdb.Exists(ctx, k.claim).Val(); n != 0 {
 		t.Errorf("unclaim left the caller's own claim")
 	}
+}
+
+// newStoreEnv returns a client of a server of the test's own, a Cache on
+// it (closed when the test ends), and the keys of key "k".
+func newStoreEnv(t *testing.T) (*redis.Client, *Cache, keys) {
+	t.Helper()
+	rdb := redistest.NewServer(t).Client()
+	c := New(rdb)
+	t.Cleanup(func() { c.Close() })
+	return rdb, c, keysOf(DefaultPrefix, "k")
 }
