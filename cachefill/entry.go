@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/owner"
 )
 
 // entry is what read found for a cache key.
@@ -142,22 +144,15 @@ func boundedFor[T any](ctx context.Context, c *Cache, d time.Duration, fn func(c
 		v   T
 		err error
 	}
-	done := make(chan result, 1)
-	if !c.spawn(func() {
+	r, answered, started := owner.Await(c.own, ctx.Done(), func() result {
 		v, err := fn(ctx)
-		done <- result{v, err}
-	}) {
+		return result{v, err}
+	})
+	switch {
+	case !started:
 		return zero, ErrClosed
-	}
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		select {
-		case r := <-done: // it answered just now: take it
-			return r.v, r.err
-		default:
-		}
+	case !answered:
 		return zero, fmt.Errorf("no answer from Redis: %w", context.Cause(ctx))
 	}
+	return r.v, r.err
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dlock-go/dlock/internal/owner"
 )
 
 // call is one operation of the Inventory: a script, what it is about (for
@@ -87,10 +89,10 @@ func (inv *Inventory) bounded(ctx context.Context, fn func(context.Context) (rep
 	if ctx.Err() != nil {
 		return reply{}, context.Cause(ctx)
 	}
-	if !inv.calls.Add(1) {
-		return reply{}, ErrClosed
-	}
 	if ctx.Done() == nil { // a context that never ends: no goroutine needed
+		if !inv.calls.Add(1) {
+			return reply{}, ErrClosed
+		}
 		defer inv.calls.Done()
 		return fn(ctx)
 	}
@@ -98,21 +100,15 @@ func (inv *Inventory) bounded(ctx context.Context, fn func(context.Context) (rep
 		r   reply
 		err error
 	}
-	done := make(chan result, 1)
-	go func() {
-		defer inv.calls.Done()
+	res, answered, started := owner.Await(inv.calls, ctx.Done(), func() result {
 		r, err := fn(context.WithoutCancel(ctx))
-		done <- result{r, err}
-	}()
-	select {
-	case res := <-done:
-		return res.r, res.err
-	case <-ctx.Done():
-		select {
-		case res := <-done: // it answered just now: take it
-			return res.r, res.err
-		default:
-		}
+		return result{r, err}
+	})
+	switch {
+	case !started:
+		return reply{}, ErrClosed
+	case !answered:
 		return reply{}, fmt.Errorf("no answer before the context ended, so it may still happen: %w", context.Cause(ctx))
 	}
+	return res.r, res.err
 }

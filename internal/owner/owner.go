@@ -74,3 +74,27 @@ func (g *Group) Close() bool {
 
 // Wait waits until every goroutine registered with the group has returned.
 func (g *Group) Wait() { g.wg.Wait() }
+
+// Await runs fn on a new goroutine of g and returns its result, or returns
+// once done is closed, whichever comes first; a result that is there by
+// then is taken all the same. answered is false when done came first: fn
+// goes on, and g's Wait waits for it. started is false when g is closed
+// and fn did not run. It is how a package bounds a call to Redis by its
+// caller's context when go-redis would wait for its read timeout.
+func Await[T any](g *Group, done <-chan struct{}, fn func() T) (v T, answered, started bool) {
+	result := make(chan T, 1)
+	if !g.Go(func() { result <- fn() }) {
+		return v, false, false
+	}
+	select {
+	case v = <-result:
+		return v, true, true
+	case <-done:
+		select {
+		case v = <-result: // it answered just now: take it
+			return v, true, true
+		default:
+			return v, false, true
+		}
+	}
+}

@@ -36,3 +36,37 @@ func TestCloseAndWait(t *testing.T) {
 		}
 	})
 }
+
+// Await returns fn's result when it comes first; when done comes first it
+// returns unanswered, fn goes on and Wait waits for it; on a closed group
+// fn does not run.
+func TestAwait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := New()
+		never := make(chan struct{})
+		if v, answered, started := Await(g, never, func() int { return 7 }); v != 7 || !answered || !started {
+			t.Errorf("Await of a quick fn = %d, %v, %v; want 7, answered", v, answered, started)
+		}
+
+		done, release := make(chan struct{}), make(chan struct{})
+		finished := false
+		close(done)
+		v, answered, started := Await(g, done, func() int {
+			<-release
+			finished = true
+			return 8
+		})
+		if v != 0 || answered || !started {
+			t.Errorf("Await past done = %d, %v, %v; want 0, not answered, started", v, answered, started)
+		}
+		close(release)
+		g.Close()
+		g.Wait()
+		if !finished {
+			t.Error("Wait returned before the unanswered fn finished")
+		}
+		if _, answered, started := Await(g, never, func() int { t.Error("ran on a closed group"); return 0 }); answered || started {
+			t.Errorf("Await on a closed group = %v, %v; want neither", answered, started)
+		}
+	})
+}
