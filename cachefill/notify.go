@@ -100,8 +100,9 @@ func (c *Cache) readFill(ctx context.Context, stream, after string, block time.D
 
 // gaveUp tells the callers that wait for the fill of k that its loader,
 // which released its lock, stored nothing, and clears the fill's claim, so
-// that they elect the next loader at once. It runs in the goroutine of the load, which Close waits for,
-// also once the Cache is closed: a Cache closed mid-load gives up too.
+// that they elect the next loader at once. It runs in the goroutine of the
+// load, which Close waits for, also once the Cache is closed: a Cache
+// closed mid-load gives up too.
 func (c *Cache) gaveUp(ctx context.Context, k keys) error {
 	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, k.claim)
