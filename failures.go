@@ -56,12 +56,13 @@ func (f *failure) describe() error {
 
 // withFailures returns err, the error of a call on the lock named key that
 // its context ended, naming also the failures its nodes are in, those that
-// err does not name already.
+// err does not name already. Observers are not told of them again: the
+// calls that met them tell of their own failures.
 func (c *Client) withFailures(err error, key string) error {
 	for _, n := range c.nodes {
 		f := n.failure.Load()
 		if f != nil && !errors.Is(err, f.err) {
-			err = fmt.Errorf("%w; %w", err, n.wrap("acquire", key, f.describe()))
+			err = fmt.Errorf("%w; %w", err, &NodeError{Node: n.name, Op: "acquire", Key: key, Err: f.describe()})
 		}
 	}
 	return err

@@ -98,6 +98,9 @@ const (
 	// EventNodeError: an operation on one Redis node failed (a network
 	// error, a timeout, an error reply): Node, Op, Err. It comes whether or
 	// not the call failed: on a Redlock, a quorum may do without the node.
+	// It comes once per failed operation, when the operation ends: a call
+	// whose caller stopped waiting for it (its context ended, or a Redlock
+	// round went on without the node) is told only if it then fails.
 	EventNodeError
 	// EventDo ends a call of a Do method (Client.Do, Semaphore.Do,
 	// RWMutex.Do and RDo): Err (the function's error joined with the

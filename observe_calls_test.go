@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,6 +45,42 @@ func TestObserveDo(t *testing.T) {
 	}
 	if release := rec.last(t, key, dlock.EventRelease); !release.Ended || release.Err != nil {
 		t.Errorf("release event %+v", release)
+	}
+}
+
+// A Redlock round that fails names the node that had not answered, but
+// does not tell Observers of it: the node's call goes on, and tells of its
+// own failure if it fails, so a failure is told once.
+func TestObserveRedlockStragglerToldOnce(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	e := setupQuorum(t, 3, dlock.WithObserver(rec), dlock.WithNodeTimeout(200*time.Millisecond))
+	key := testKey(t)
+	e.srvs[1].Kill()
+	slow := e.srvs[2]
+	slow.Pause()
+	_, err := e.locker.TryObtain(context.Background(), key, time.Minute)
+	var qErr *dlock.QuorumError
+	if !errors.As(err, &qErr) || !strings.Contains(err.Error(), "no answer before the round ended") {
+		t.Fatalf("TryObtain = %v, want a QuorumError naming node 2 unanswered", err)
+	}
+	slow.Kill()                              // the call on its way fails now, if it has not yet
+	if err := e.locker.Close(); err != nil { // waits for every call on its way
+		t.Fatal(err)
+	}
+	var told []dlock.Event
+	for _, ev := range rec.of(key) {
+		if ev.Type == dlock.EventNodeError && ev.Op == "acquire" && ev.Node == slow.Addr() {
+			told = append(told, ev)
+		}
+	}
+	if len(told) > 1 {
+		t.Errorf("node errors of the acquire on %s: %+v, want at most its call's failure", slow.Addr(), told)
+	}
+	for _, ev := range told {
+		if strings.Contains(ev.Err.Error(), "no answer before the round ended") {
+			t.Errorf("node error %+v, want the failure of the call itself", ev)
+		}
 	}
 }
 

@@ -109,15 +109,20 @@ func (e *QuorumError) Error() string {
 // Unwrap returns the errors of the nodes that failed.
 func (e *QuorumError) Unwrap() []error { return e.Errs }
 
-// error returns a QuorumError for o that says how the nodes voted.
+// error returns a QuorumError for o that says how the nodes voted. The
+// nodes that had not answered are named without telling Observers: their
+// calls go on, and each tells of its own failure if it fails.
 func (q *quorum) error(o op, summary string, votes []vote) error {
 	e := &QuorumError{Op: o.name, Key: o.key(), Nodes: len(q.nodes), Quorum: q.need, summary: summary}
 	for i, v := range votes {
+		n := q.nodes[i]
 		switch {
 		case !v.Answered && v.Failing != nil:
-			e.Errs = append(e.Errs, q.nodes[i].wrap(o.name, o.key(), fmt.Errorf("no answer before the round ended (node timeout %v); %w", q.timeout(), v.Failing)))
+			e.Errs = append(e.Errs, &NodeError{Node: n.name, Op: o.name, Key: o.key(),
+				Err: fmt.Errorf("no answer before the round ended (node timeout %v); %w", q.timeout(), v.Failing)})
 		case !v.Answered:
-			e.Errs = append(e.Errs, q.nodes[i].wrap(o.name, o.key(), fmt.Errorf("no answer before the round ended (node timeout %v)", q.timeout())))
+			e.Errs = append(e.Errs, &NodeError{Node: n.name, Op: o.name, Key: o.key(),
+				Err: fmt.Errorf("no answer before the round ended (node timeout %v)", q.timeout())})
 		case v.Err != nil:
 			e.Errs = append(e.Errs, v.Err)
 		}
