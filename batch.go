@@ -10,12 +10,18 @@ import (
 	"github.com/dlock-go/dlock/internal/redisclient"
 )
 
-// batchLanes is how many calls of a Client one node has in flight at once,
-// each alone or as a pipeline of the calls that queued meanwhile. One lane
-// leaves the round trip of the lone call idle while the next batch
-// gathers; two keep the server and the client busy at once on two cores;
-// more only cut the batches smaller (docs/benchmarks.md has the figures).
-const batchLanes = 2
+// How many calls of a Client one node has in flight at once, each alone or
+// as a pipeline of the calls that queued meanwhile. One lane leaves the
+// round trip of the lone call idle while the next batch gathers; more keep
+// the server and the client busy at once, and cut the batches smaller. A
+// single deployment does best with four (8 goroutines: a fifth less time
+// per cycle than with two, 64 goroutines: the same); a Redlock's nodes,
+// five servers on the same cores, with two (four lanes took a fifth more
+// time there). docs/benchmarks.md has the figures.
+const (
+	batchLanes       = 4 // a single deployment
+	quorumBatchLanes = 2 // each node of a Redlock quorum
+)
 
 // A node sends its calls together when they come together (natural
 // batching, internal/batch): its scripts, and a Redlock node's SET NX
@@ -34,9 +40,9 @@ const batchLanes = 2
 // queue is answered by bounded, which runs the call in a goroutine of the
 // Client, as it runs a call in flight.
 
-// newBatcher returns the batcher of n's calls.
-func newBatcher(n *node) *batch.Batcher[*batchCall] {
-	return batch.New(batchLanes, n.alone, n.pipeline)
+// newBatcher returns the batcher of n's calls, with lanes lanes.
+func newBatcher(n *node, lanes int) *batch.Batcher[*batchCall] {
+	return batch.New(lanes, n.alone, n.pipeline)
 }
 
 // batchCall is one call on a node: an EVALSHA of an op's script, or a

@@ -62,7 +62,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	if redisclient.IsNil(rdb) {
 		c.err = ErrNilClient
 	} else {
-		c.node = newNode(rdb, cfg.ack)
+		c.node = newNode(rdb, cfg.ack, batchLanes)
 		c.node.obs = c.obs
 		c.nodes = []*node{c.node}
 		c.subs = []*wake.Subscriber{wake.New(rdb, c.logger)}

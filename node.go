@@ -41,9 +41,9 @@ type node struct {
 	failure  atomic.Pointer[failure] // the last failure the Redis client met (see noteFailures)
 }
 
-func newNode(rdb redis.UniversalClient, ack replicaAck) *node {
+func newNode(rdb redis.UniversalClient, ack replicaAck, lanes int) *node {
 	n := &node{rdb: rdb, name: nodeName(rdb), ack: ack, counted: "1"}
-	n.batch = newBatcher(n)
+	n.batch = newBatcher(n, lanes)
 	if _, cluster := rdb.(*redis.ClusterClient); cluster {
 		n.counted = ""
 	}

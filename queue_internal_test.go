@@ -19,7 +19,7 @@ func TestQueueWakesOneAndHandsOverToTheOneBeaten(t *testing.T) {
 	srv := redistest.NewServer(t)
 	rdb := srv.Client()
 	ctx := context.Background()
-	n := newNode(rdb, replicaAck{})
+	n := newNode(rdb, replicaAck{}, batchLanes)
 	keys := queueKeys("queue:steps")
 	const ttl = time.Minute
 	acquire := func(token string) attempt {
@@ -104,7 +104,7 @@ func TestLeaveAfterGuardPassesNothingOn(t *testing.T) {
 	srv := redistest.NewServer(t)
 	rdb := srv.Client()
 	ctx := context.Background()
-	n := newNode(rdb, replicaAck{})
+	n := newNode(rdb, replicaAck{}, batchLanes)
 	lockKey, guardKey := "{guard:leave}:lock", "{guard:leave}:result"
 	waiting := func(token string) attempt {
 		a := attempt{kind: lockKind, keys: queueKeys(lockKey), token: token, arg: token, ttl: time.Minute, fair: true,

@@ -54,7 +54,7 @@ func TestQuorumLost(t *testing.T) {
 func TestFencelessAcquireResent(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.NewServer(t).Client()
-	n := newNode(rdb, replicaAck{})
+	n := newNode(rdb, replicaAck{}, quorumBatchLanes)
 	n.fenceless = true
 	token := newToken()
 	a := attempt{kind: lockKind, keys: lockKeys("test:resent"), token: token, arg: token, ttl: time.Minute}
@@ -98,7 +98,7 @@ func TestFencelessAcquireWithoutPExpireGT(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.NewServer(t).Client()
 	rdb.AddHook(refusePExpireGT{})
-	n := newNode(rdb, replicaAck{})
+	n := newNode(rdb, replicaAck{}, quorumBatchLanes)
 	n.fenceless = true
 	token := newToken()
 	o := attempt{kind: lockKind, keys: lockKeys("test:nogt"), token: token, arg: token, ttl: time.Minute}.op()
@@ -121,7 +121,7 @@ func TestUnknownOperationIsAnError(t *testing.T) {
 	if err := rdb.Set(ctx, keys[0], "holder", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	n := newNode(rdb, replicaAck{})
+	n := newNode(rdb, replicaAck{}, quorumBatchLanes)
 	if _, err := n.run(ctx, op{name: "unknown", keys: keys}); err == nil {
 		t.Error("a node ran an unknown operation")
 	}

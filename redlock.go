@@ -61,7 +61,7 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 		seen[rdb] = true
 	}
 	for _, rdb := range nodes { // valid: newNode adds a hook to each
-		n := newNode(rdb, cfg.ack)
+		n := newNode(rdb, cfg.ack, quorumBatchLanes)
 		n.fenceless = true
 		n.obs = c.obs
 		c.nodes = append(c.nodes, n)

@@ -13,7 +13,7 @@ import (
 // same fence, not "held by another".
 func TestAcquireSentTwice(t *testing.T) {
 	t.Parallel()
-	n := newNode(redistest.NewServer(t).Client(), replicaAck{})
+	n := newNode(redistest.NewServer(t).Client(), replicaAck{}, batchLanes)
 	ctx := context.Background()
 	acquire := func(token string) op {
 		return attempt{kind: lockKind, keys: lockKeys("k"), token: token, arg: token, ttl: time.Minute}.op()
