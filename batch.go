@@ -14,10 +14,10 @@ import (
 // as a pipeline of the calls that queued meanwhile. One lane leaves the
 // round trip of the lone call idle while the next batch gathers; more keep
 // the server and the client busy at once, and cut the batches smaller. A
-// single deployment does best with four (8 goroutines: a fifth less time
-// per cycle than with two, 64 goroutines: the same); a Redlock's nodes,
-// five servers on the same cores, with two (four lanes took a fifth more
-// time there). docs/benchmarks.md has the figures.
+// single deployment does best with four (8 goroutines: 12 to 16% less time
+// per cycle than with two; 64 goroutines: the same); a Redlock's nodes,
+// five servers on the same cores, with two (four lanes took about a fifth
+// more time there). docs/benchmarks.md has the figures.
 const (
 	batchLanes       = 4 // a single deployment
 	quorumBatchLanes = 2 // each node of a Redlock quorum
