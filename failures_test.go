@@ -86,7 +86,9 @@ func TestEndedCallNamesRefusal(t *testing.T) {
 
 // An Obtain that waits for a held lock and is ended by its context after
 // Redis went away says all three: not obtained, the context's end, and the
-// refused connection.
+// refused connection. It does not tell Observers of the refusal: the call
+// that met it tells of its own failure when it ends (here, still dialling,
+// it has not).
 func TestEndedObtainNamesRefusal(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -104,7 +106,8 @@ func TestEndedObtainNamesRefusal(t *testing.T) {
 		default:
 		}
 	}))
-	waiter := newLocker(t, rdb)
+	rec := &recorder{}
+	waiter := newLocker(t, rdb, dlock.WithObserver(rec))
 	defer e.srv.Start()
 
 	errc := make(chan error, 1)
@@ -119,6 +122,11 @@ func TestEndedObtainNamesRefusal(t *testing.T) {
 		t.Errorf("Obtain = %v, want ErrNotObtained", err)
 	}
 	refusedAndEnded(t, "Obtain ended after Redis went away", err, context.Canceled)
+	for _, ev := range rec.of(key) {
+		if ev.Type == dlock.EventNodeError {
+			t.Errorf("node error told before any call failed: %+v", ev)
+		}
+	}
 }
 
 // onReply is a go-redis hook that calls f after each script call that got
@@ -188,45 +196,5 @@ func TestRecoveredNodeNamesNoFailure(t *testing.T) {
 	_, err := locker.Inspect(timeout(t, 50*time.Millisecond), testKey(t))
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("Inspect on a paused Redis = %v, want the deadline and no refusal", err)
-	}
-}
-
-// An Obtain ended by its context while a node fails names the failure in
-// its error, but does not tell Observers of it again: the failing call
-// tells of its own failure when it ends (here, still dialling, it has not).
-func TestEndedObtainTellsNoNodeErrorTwice(t *testing.T) {
-	t.Parallel()
-	e := setup(t)
-	key := testKey(t)
-	mustObtain(t, e.locker, key, time.Minute)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	answered := make(chan struct{}, 1)
-	rdb := e.srv.Client(slowToGiveUp)
-	rdb.AddHook(onRefused(cancel))
-	rdb.AddHook(onReply(func() {
-		select {
-		case answered <- struct{}{}:
-		default:
-		}
-	}))
-	rec := &recorder{}
-	waiter := newLocker(t, rdb, dlock.WithObserver(rec))
-	defer e.srv.Start()
-
-	errc := make(chan error, 1)
-	go func() {
-		_, err := waiter.Obtain(ctx, key, time.Minute)
-		errc <- err
-	}()
-	<-answered // held: the waiter waits
-	e.srv.Kill()
-	err := <-errc
-	refusedAndEnded(t, "Obtain ended after Redis went away", err, context.Canceled)
-	for _, ev := range rec.of(key) {
-		if ev.Type == dlock.EventNodeError {
-			t.Errorf("node error told before any call failed: %+v", ev)
-		}
 	}
 }
