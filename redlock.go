@@ -115,14 +115,13 @@ func (e *QuorumError) Unwrap() []error { return e.Errs }
 func (q *quorum) error(o op, summary string, votes []vote) error {
 	e := &QuorumError{Op: o.name, Key: o.key(), Nodes: len(q.nodes), Quorum: q.need, summary: summary}
 	for i, v := range votes {
-		n := q.nodes[i]
 		switch {
-		case !v.Answered && v.Failing != nil:
-			e.Errs = append(e.Errs, &NodeError{Node: n.name, Op: o.name, Key: o.key(),
-				Err: fmt.Errorf("no answer before the round ended (node timeout %v); %w", q.timeout(), v.Failing)})
 		case !v.Answered:
-			e.Errs = append(e.Errs, &NodeError{Node: n.name, Op: o.name, Key: o.key(),
-				Err: fmt.Errorf("no answer before the round ended (node timeout %v)", q.timeout())})
+			err := fmt.Errorf("no answer before the round ended (node timeout %v)", q.timeout())
+			if v.Failing != nil {
+				err = fmt.Errorf("%w; %w", err, v.Failing)
+			}
+			e.Errs = append(e.Errs, &NodeError{Node: q.nodes[i].name, Op: o.name, Key: o.key(), Err: err})
 		case v.Err != nil:
 			e.Errs = append(e.Errs, v.Err)
 		}
