@@ -45,17 +45,25 @@ func newBatchEnv(t *testing.T, opts ...func(*redis.Options)) *batchEnv {
 // returned function waits for the lanes' calls.
 func (e *batchEnv) occupyLanes(t *testing.T) (wait func()) {
 	t.Helper()
-	e.srv.Pause()
+	return occupyLanes(t, e.c, e.srv, "", e.laneErrOK)
+}
+
+// occupyLanes pauses srv and has a call of c on a key named after prefix
+// hang in each lane of c's node, which must send those keys to srv. A
+// lane's call may end with an error that errOK (if not nil) accepts.
+func occupyLanes(t *testing.T, c *Client, srv *redistest.Server, prefix string, errOK func(error) bool) (wait func()) {
+	t.Helper()
+	srv.Pause()
 	var wg sync.WaitGroup
 	for i := range batchLanes {
-		a := e.c.newAttempt(lockKind, lockKeys("lane:"+string(rune('a'+i))), time.Minute, nil, obtainConfig{})
+		a := c.newAttempt(lockKind, lockKeys(prefix+"lane:"+string(rune('a'+i))), time.Minute, nil, obtainConfig{})
 		wg.Go(func() {
-			if _, err := e.n.run(context.Background(), a.op()); err != nil && (e.laneErrOK == nil || !e.laneErrOK(err)) {
+			if _, err := c.node.run(context.Background(), a.op()); err != nil && (errOK == nil || !errOK(err)) {
 				t.Errorf("a lane's call: %v", err)
 			}
 		})
 	}
-	eventually(t, 10*time.Second, "every lane busy", func() bool { return e.busy() == batchLanes })
+	eventually(t, 10*time.Second, "every lane busy", func() bool { return c.node.batch.Busy() == batchLanes })
 	return wg.Wait
 }
 

@@ -3,6 +3,7 @@ package dlock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,17 +59,7 @@ func TestBatchMeetsMoved(t *testing.T) {
 
 	// Every lane busy with a call to from, paused; then three calls of the
 	// moved slot queue.
-	from.Pause()
-	var lanes sync.WaitGroup
-	for i := range batchLanes {
-		a := c.newAttempt(lockKind, queueKeys(fmt.Sprintf("%slane:%d", laneTag, i)), time.Minute, nil, obtainConfig{})
-		lanes.Go(func() {
-			if _, err := c.node.run(ctx, a.op()); err != nil {
-				t.Errorf("a lane's call: %v", err)
-			}
-		})
-	}
-	eventually(t, 10*time.Second, "every lane busy", func() bool { return c.node.batch.Busy() == batchLanes })
+	lanes := occupyLanes(t, c, from, laneTag, nil)
 	const calls = 3
 	locks := make([]*Lock, calls)
 	errs := make([]error, calls)
@@ -79,7 +70,7 @@ func TestBatchMeetsMoved(t *testing.T) {
 	}
 	from.Resume()
 	wg.Wait()
-	lanes.Wait()
+	lanes()
 
 	for i := range calls {
 		key := fmt.Sprintf("%smoved:%d", movingTag, i)
@@ -94,7 +85,8 @@ func TestBatchMeetsMoved(t *testing.T) {
 			t.Errorf("Release %s: %v", key, err)
 		}
 	}
-	if got, want := pipes.recorded(), []string{"evalsha", "evalsha", "evalsha"}; !containsPipe(got, want) {
+	want := []string{"evalsha", "evalsha", "evalsha"}
+	if got := pipes.recorded(); !slices.ContainsFunc(got, func(p []string) bool { return slices.Equal(p, want) }) {
 		t.Errorf("pipelines = %v, want one of %v", got, want)
 	}
 	// The batch did reach the old owner first.
@@ -119,14 +111,4 @@ func tagOn(t *testing.T, cluster *redistest.Cluster, primary *redistest.Server, 
 	}
 	t.Fatal("no hash tag on the primary")
 	return ""
-}
-
-// containsPipe reports whether want is one of the pipelines in got.
-func containsPipe(got [][]string, want []string) bool {
-	for _, p := range got {
-		if equalPipes([][]string{p}, [][]string{want}) {
-			return true
-		}
-	}
-	return false
 }
