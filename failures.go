@@ -62,7 +62,7 @@ func (c *Client) withFailures(err error, key string) error {
 	for _, n := range c.nodes {
 		f := n.failure.Load()
 		if f != nil && !errors.Is(err, f.err) {
-			err = fmt.Errorf("%w; %w", err, &NodeError{Node: n.name, Op: "acquire", Key: key, Err: f.describe()})
+			err = fmt.Errorf("%w; %w", err, n.errorOf("acquire", key, f.describe()))
 		}
 	}
 	return err

@@ -149,15 +149,24 @@ func fenceTag(token any) string {
 	return t[:min(len(t), 8)]
 }
 
-// wrap returns err as a NodeError of this node, unless it is one already.
+// wrap returns err as a NodeError of this node, unless it is one already,
+// and tells the Observers of it.
 func (n *node) wrap(op, key string, err error) error {
 	var nodeErr *NodeError
 	if err == nil || errors.As(err, &nodeErr) {
 		return err
 	}
-	e := &NodeError{Node: n.name, Op: op, Key: key, Err: err}
+	e := n.errorOf(op, key, err)
 	if n.obs != nil {
 		n.obs.nodeError(e)
 	}
 	return e
+}
+
+// errorOf returns err as a NodeError of this node without telling the
+// Observers: for a failure that the call which met it tells of itself, or
+// will if it fails (a failure noted earlier, a node a Redlock round went on
+// without).
+func (n *node) errorOf(op, key string, err error) *NodeError {
+	return &NodeError{Node: n.name, Op: op, Key: key, Err: err}
 }

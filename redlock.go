@@ -121,7 +121,7 @@ func (q *quorum) error(o op, summary string, votes []vote) error {
 			if v.Failing != nil {
 				err = fmt.Errorf("%w; %w", err, v.Failing)
 			}
-			e.Errs = append(e.Errs, &NodeError{Node: q.nodes[i].name, Op: o.name, Key: o.key(), Err: err})
+			e.Errs = append(e.Errs, q.nodes[i].errorOf(o.name, o.key(), err))
 		case v.Err != nil:
 			e.Errs = append(e.Errs, v.Err)
 		}
