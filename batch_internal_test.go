@@ -67,8 +67,6 @@ func occupyLanes(t *testing.T, c *Client, srv *redistest.Server, prefix string, 
 	return wg.Wait
 }
 
-func (e *batchEnv) busy() int { return e.n.batch.Busy() }
-
 // waitQueued waits until n calls are queued.
 func (e *batchEnv) waitQueued(t *testing.T, n int) {
 	t.Helper()
