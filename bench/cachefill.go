@@ -40,6 +40,12 @@ type StampedeResult struct {
 	CallP50Ms      float64 `json:"call_p50_ms"`
 	CallP99Ms      float64 `json:"call_p99_ms"`
 	CallRoundP99Ms float64 `json:"call_round_p99_median_ms"`
+	// When a round's first load started, from the start of the round, and
+	// when its p99 Get returned, from the end of its last load: the
+	// medians over the rounds. They split the p99 into what comes before
+	// the load and what comes after it.
+	LoadStartMs    float64 `json:"load_start_median_ms"`
+	AfterLoadP99Ms float64 `json:"after_load_p99_median_ms"`
 	Requests       float64 `json:"requests_per_get"` // round trips the clients sent
 	Commands       float64 `json:"commands_per_get"` // what Redis ran, commands inside scripts included
 	// Commands per process and stampede, and per waiting process: the
@@ -65,12 +71,13 @@ type stampedeCache interface {
 }
 
 // StampedeRows are singleflight alone, a lock with polling waiters (as
-// rockscache's), and cachefill.
+// rockscache's), cachefill, and the floor: one load in memory, no Redis.
 func StampedeRows() []StampedeRow {
 	return []StampedeRow{
 		{"singleflight", "`golang.org/x/sync/singleflight` per process around `GET`, then load and `SET`: one load per process", newSingleflightCache},
 		{"lock-poll-100ms", "singleflight per process; one script reads the value or takes a `SET NX PX` lock; the process that took it loads and stores, the others run the script again every 100 ms (rockscache's default `LockSleep`)", newPollingCache},
 		{"cachefill", "`cachefill.Get` at its defaults", newCachefillCache},
+		{"floor", "no Redis: the processes share one in-memory `singleflight.Group`, so one load runs and every Get is woken when it ends: what one load and waking a thousand goroutines at once cost on this machine, the least any approach can take", newFloorCache(new(singleflight.Group))},
 	}
 }
 
@@ -91,7 +98,7 @@ func RunStampede(ctx context.Context, addr string, row StampedeRow, cfg Stampede
 	admin := redis.NewClient(&redis.Options{Addr: addr})
 	defer admin.Close()
 	prefix := fmt.Sprintf("bench-stampede:%s:%d:", row.Name, time.Now().UnixNano())
-	if _, _, _, err := stampede(ctx, caches, prefix+"warm-up", cfg); err != nil {
+	if _, _, _, _, err := stampede(ctx, caches, prefix+"warm-up", cfg); err != nil {
 		return res, err
 	}
 	all, err := measureStampedes(ctx, admin, caches, writes, prefix+"round-", cfg)
@@ -114,6 +121,8 @@ func RunStampede(ctx context.Context, addr string, row StampedeRow, cfg Stampede
 	res.CallP50Ms = ms(Percentile(all.call, 50))
 	res.CallP99Ms = ms(Percentile(all.call, 99))
 	res.CallRoundP99Ms = ms(Percentile(all.callRoundP99, 50))
+	res.LoadStartMs = ms(Percentile(all.loadStart, 50))
+	res.AfterLoadP99Ms = ms(Percentile(all.afterLoadP99, 50))
 	res.Requests = float64(all.requests) / float64(res.Gets)
 	res.Commands = float64(all.commands) / float64(res.Gets)
 	perRound := float64(all.commands) / float64(cfg.Rounds)
@@ -126,10 +135,11 @@ func RunStampede(ctx context.Context, addr string, row StampedeRow, cfg Stampede
 
 // stampedes is what cfg.Rounds stampedes did.
 type stampedes struct {
-	took, call             []time.Duration // from the start; from the call
-	roundP99, callRoundP99 []time.Duration
-	loads, errors          int
-	requests, commands     int64 // sent by the clients; run by Redis
+	took, call              []time.Duration // from the start; from the call
+	roundP99, callRoundP99  []time.Duration
+	loadStart, afterLoadP99 []time.Duration // of each round
+	loads, errors           int
+	requests, commands      int64 // sent by the clients; run by Redis
 }
 
 // measureStampedes runs cfg.Rounds stampedes of keys named prefix and the
@@ -145,10 +155,12 @@ func measureStampedes(ctx context.Context, admin *redis.Client, caches []stamped
 	before, beforeErr := readServerStats(ctx, admin)
 	sentBefore := sent()
 	for round := range cfg.Rounds {
-		d, call, n, err := stampede(ctx, caches, fmt.Sprintf("%s%d", prefix, round), cfg)
+		d, call, n, span, err := stampede(ctx, caches, fmt.Sprintf("%s%d", prefix, round), cfg)
 		if err != nil {
 			s.errors++
 		}
+		s.loadStart = append(s.loadStart, span.start)
+		s.afterLoadP99 = append(s.afterLoadP99, Percentile(d, 99)-span.end)
 		s.took = append(s.took, d...)
 		s.call = append(s.call, call...)
 		s.roundP99 = append(s.roundP99, Percentile(d, 99))
@@ -161,19 +173,31 @@ func measureStampedes(ctx context.Context, admin *redis.Client, caches []stamped
 	return s, errors.Join(beforeErr, afterErr)
 }
 
+// loadSpan is when a round's loads ran, from the start of the round: the
+// first start and the last end.
+type loadSpan struct{ start, end time.Duration }
+
 // stampede runs one round: every goroutine Gets key at once. It returns
 // the time from the start of the round to each Get's return, the time from
-// each Get's call to its return, and how many loads ran.
-func stampede(ctx context.Context, caches []stampedeCache, key string, cfg StampedeConfig) (took, call []time.Duration, loads int, err error) {
+// each Get's call to its return, how many loads ran, and when.
+func stampede(ctx context.Context, caches []stampedeCache, key string, cfg StampedeConfig) (took, call []time.Duration, loads int, span loadSpan, err error) {
 	var mu sync.Mutex
+	var begin time.Time // written before start closes
 	load := func(ctx context.Context) ([]byte, error) {
+		started := time.Since(begin)
 		mu.Lock()
-		loads++
+		if loads++; loads == 1 || started < span.start {
+			span.start = started
+		}
 		mu.Unlock()
 		t := time.NewTimer(cfg.Load)
 		defer t.Stop()
 		select {
 		case <-t.C:
+			ended := time.Since(begin)
+			mu.Lock()
+			span.end = max(span.end, ended)
+			mu.Unlock()
 			return []byte("the value of " + key), nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -183,7 +207,6 @@ func stampede(ctx context.Context, caches []stampedeCache, key string, cfg Stamp
 	call = make([]time.Duration, cfg.Goroutines)
 	errs := make([]error, cfg.Goroutines)
 	start := make(chan struct{})
-	var begin time.Time // written before start closes
 	var ready, wg sync.WaitGroup
 	for i := range cfg.Goroutines {
 		ready.Add(1)
@@ -207,22 +230,26 @@ func stampede(ctx context.Context, caches []stampedeCache, key string, cfg Stamp
 	begin = time.Now()
 	close(start)
 	wg.Wait()
-	return took, call, loads, errors.Join(errs...)
+	mu.Lock() // a load dropped by its Get may still be running
+	defer mu.Unlock()
+	return took, call, loads, span, errors.Join(errs...)
 }
 
 // WriteStampedeTable writes the results as a markdown table.
 func WriteStampedeTable(w io.Writer, cfg StampedeConfig, results []StampedeResult) {
 	fmt.Fprintf(w, "%d goroutines over %d processes (each a go-redis client and a cache of its own) Get one cold key "+
 		"at once; the load takes %v. %d rounds of a new key each, after a warm-up round. Times run from the start "+
-		"of the round to each Get's return, then from each Get's call to its return (its latency). Commands are "+
+		"of the round to each Get's return, then from each Get's call to its return (its latency); the median round's "+
+		"first load starts after the start of the round, and its p99 Get returns after the end of its last load. Commands are "+
 		"Redis's, inside scripts included: per Get, per process and round, and per waiting process (a round's less "+
 		"a round of one process alone, over the %d others).\n\n",
 		cfg.Goroutines, cfg.Processes, cfg.Load, cfg.Rounds, cfg.Processes-1)
-	fmt.Fprintf(w, "| row | loads per stampede | p50 | p99 | max | median round's p99 | Get p50 | Get p99 | median round's Get p99 | requests per Get | Redis commands per Get | per process | per waiting process |\n")
-	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(w, "| row | loads per stampede | p50 | p99 | max | median round's p99 | Get p50 | Get p99 | median round's Get p99 | load starts | p99 after load | requests per Get | Redis commands per Get | per process | per waiting process |\n")
+	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range results {
-		fmt.Fprintf(w, "| %s | %.1f | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.1f | %.1f |\n",
+		fmt.Fprintf(w, "| %s | %.1f | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.2f ms | %.2f ms | %.3f | %.3f | %.1f | %.1f |\n",
 			r.Approach, r.Loads, r.P50Ms, r.P99Ms, r.MaxMs, r.RoundP99Ms, r.CallP50Ms, r.CallP99Ms, r.CallRoundP99Ms,
+			r.LoadStartMs, r.AfterLoadP99Ms,
 			r.Requests, r.Commands, r.CommandsPerProcess, r.CommandsPerWaiter)
 	}
 	fmt.Fprintln(w)
@@ -325,3 +352,21 @@ func (c cachefillCache) get(ctx context.Context, key string, load func(context.C
 }
 
 func (c cachefillCache) close() { _ = c.cache.Close() }
+
+// floorCache is one singleflight.Group shared by every process, with no
+// Redis: the floor of one load whose end wakes every Get at once.
+type floorCache struct{ group *singleflight.Group }
+
+// newFloorCache returns the New of the floor row: every process's cache
+// shares group.
+func newFloorCache(group *singleflight.Group) func(*redis.Client) stampedeCache {
+	return func(*redis.Client) stampedeCache { return floorCache{group} }
+}
+
+func (c floorCache) get(ctx context.Context, key string, load func(context.Context) ([]byte, error)) ([]byte, error) {
+	v, err, _ := c.group.Do(key, func() (any, error) { return load(ctx) })
+	b, _ := v.([]byte)
+	return b, err
+}
+
+func (floorCache) close() {}

@@ -28,6 +28,11 @@ func TestStampedeRows(t *testing.T) {
 		if r.CallP50Ms <= 0 || r.CallP50Ms > r.P50Ms || r.CallP99Ms > r.P99Ms || r.CallRoundP99Ms > r.RoundP99Ms {
 			t.Errorf("%s: %+v, want each Get's latency from its call above 0 and within that from the start", row.Name, r)
 		}
+		// The first load starts within the stampede, and the p99 Get returns
+		// after the last load ended.
+		if r.LoadStartMs < 0 || r.LoadStartMs >= r.P50Ms || r.AfterLoadP99Ms <= 0 {
+			t.Errorf("%s: %+v, want the load to start after the start and the p99 Get to return after the load", row.Name, r)
+		}
 		if r.Loads != want || r.Gets != cfg.Goroutines*cfg.Rounds {
 			t.Errorf("%s: %+v, want %v loads per stampede", row.Name, r, want)
 		}
