@@ -18,8 +18,10 @@
 //   - A hit is one round trip (one script) and takes no lock.
 //   - On a miss, one caller loads: within a process, concurrent Gets of a
 //     key share one fetch; across processes, the read that misses first
-//     claims the fill, in the same script, and its caller loads under a
-//     lock (a dlock lock, renewed while it loads). The others block on the
+//     claims the fill, in the same script, where no loader holds the lock;
+//     its caller starts the load at once and takes the lock (a dlock lock,
+//     renewed while it loads) in the same moment, so the load is not
+//     held up by a round trip, and stores under the lock. The others block on the
 //     entry's stream of fill messages (one XREAD), to which the loader's
 //     store adds the value: they are woken with the value itself, and do
 //     not poll. A waiting process runs five Redis commands a fill (its
@@ -80,6 +82,11 @@
 //   - A Redis that evicts or loses keys loses entries: that costs a load,
 //     never a wrong value. An eviction of a loader's lock (a volatile-* or
 //     allkeys-* policy) can let a second loader run.
+//   - A load starts before its lock is confirmed. Where the lock is then
+//     refused (another caller took it since the read that claimed the
+//     fill, which takes a claim lost with Redis's data, as in a failover),
+//     the load's context ends, with a cause that says so, and what it
+//     returns is dropped: a load with side effects may then have run twice.
 //   - Values are returned as stored: a value that an old version of your
 //     code stored in another shape reaches Typed's codec as it is.
 package cachefill

@@ -42,10 +42,10 @@ func notFound(key string) error {
 }
 
 // read reads the entry of k in one round trip; on a miss, it claims its
-// fill for token unless another caller has.
+// fill for token unless another caller has, or a loader holds the lock.
 func (c *Cache) read(ctx context.Context, k keys, token string) (entry, error) {
 	v, err := bounded(ctx, c, func(ctx context.Context) ([]any, error) {
-		return readScript.Run(ctx, c.rdb, []string{k.entry, k.filled, k.claim}, token, c.opts.lockTTL.Milliseconds()).Slice()
+		return readScript.Run(ctx, c.rdb, []string{k.entry, k.filled, k.claim, k.lock}, token, c.opts.lockTTL.Milliseconds()).Slice()
 	})
 	if err != nil {
 		return entry{}, err

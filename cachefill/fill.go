@@ -47,7 +47,7 @@ func (c *Cache) fetch(ctx context.Context, r request) ([]byte, error) {
 func (c *Cache) fill(ctx context.Context, r request, e entry) ([]byte, error) {
 	for {
 		if e.claimed {
-			if done, v, err := c.tryLoad(ctx, r); done {
+			if done, v, err := c.tryLoad(ctx, r, e); done {
 				return v, err
 			}
 			// Another caller holds the lock: wait for its fill too.
@@ -66,14 +66,29 @@ func (c *Cache) fill(ctx context.Context, r request, e entry) ([]byte, error) {
 	}
 }
 
-// tryLoad loads the entry if it obtains the key's lock. It reports not
-// done when another caller holds the lock, or when it lost the lock while
-// it loaded: the fill then waits for the next fill message.
-func (c *Cache) tryLoad(ctx context.Context, r request) (done bool, value []byte, err error) {
-	// The lock is taken only while the entry's key does not exist (the
-	// guard), in the same step: so no entry was stored since the read that
-	// missed, and none was invalidated (gen "0").
-	lock, err := c.obtain(ctx, r, dlock.WithGuard(r.keys.entry))
+// tryLoad loads the entry if it obtains the key's lock. The load starts
+// with the request for the lock, not after its answer: the read e claimed
+// the fill where the lock was free, and only a claim's holder asks for
+// the lock, so it is refused only if something changed since (the entry
+// was stored or invalidated, a claim expired): then the load is dropped.
+// It reports not done when another caller holds the lock, or when it lost
+// the lock while it loaded: the fill then waits for the next fill message.
+func (c *Cache) tryLoad(ctx context.Context, r request, e entry) (done bool, value []byte, err error) {
+	early := c.startLoad(ctx, r.key, r.load)
+	// Where the entry's key did not exist (gen "0"), the lock is taken only
+	// while it still does not (the guard), in the same step: so no entry
+	// was stored since the read that missed, and none was invalidated. Where
+	// it held a mark of Invalidate, the load stores with the mark's gen as
+	// the read saw it, before the load started.
+	var opts []dlock.ObtainOption
+	if e.gen == "0" {
+		opts = append(opts, dlock.WithGuard(r.keys.entry))
+	}
+	lock, err := c.obtain(ctx, r, opts...)
+	if err == nil {
+		return c.loadAsHolder(ctx, r, lock, e.gen, early)
+	}
+	early.drop(errNoLock)
 	if errors.Is(err, dlock.ErrGuarded) {
 		// An entry stored since, or a mark of Invalidate without one.
 		e, err := c.read(ctx, r.keys, r.token)
@@ -90,10 +105,7 @@ func (c *Cache) tryLoad(ctx context.Context, r request) (done bool, value []byte
 			return c.loadMarked(ctx, r, lock)
 		}
 	}
-	switch {
-	case err == nil:
-		return c.loadAsHolder(ctx, r, lock, "0")
-	case errors.Is(err, dlock.ErrNotObtained):
+	if errors.Is(err, dlock.ErrNotObtained) {
 		return false, nil, nil
 	}
 	// No lock (Redis failed, or the Get's callers all left): let the next
@@ -144,17 +156,17 @@ func (c *Cache) loadMarked(ctx context.Context, r request, lock *dlock.Lock) (do
 		v, err := e.result(r.key)
 		return true, v, err
 	}
-	return c.loadAsHolder(ctx, r, lock, e.gen)
+	return c.loadAsHolder(ctx, r, lock, e.gen, c.startLoad(ctx, r.key, r.load))
 }
 
-// loadAsHolder loads and stores an entry while it holds the key's lock,
-// whose gen was gen when the lock was taken, and releases the lock: once
+// loadAsHolder finishes the load l and stores what it gives while it holds
+// the key's lock, whose gen was gen before l started, and releases the lock: once
 // it stored the entry, in a goroutine of its own, after Get returned,
 // since the callers that wait hear of the store, not of the release. It
 // reports not done when the lock was lost before the load gave anything:
 // then another caller loads, and the fill waits for it.
-func (c *Cache) loadAsHolder(ctx context.Context, r request, lock *dlock.Lock, gen string) (done bool, value []byte, err error) {
-	v, kept, err := c.loadAndStore(ctx, r, lock, gen)
+func (c *Cache) loadAsHolder(ctx context.Context, r request, lock *dlock.Lock, gen string, l *loading) (done bool, value []byte, err error) {
+	v, kept, err := c.loadAndStore(ctx, r, lock, gen, l)
 	if kept {
 		// The release outlives the Get, which cancels ctx when it returns.
 		ctx := context.WithoutCancel(ctx)
@@ -172,13 +184,12 @@ func (c *Cache) loadAsHolder(ctx context.Context, r request, lock *dlock.Lock, g
 	return true, v, err
 }
 
-// loadAndStore calls the load function and stores what it gives, while
-// lock is held: a value or ErrNotFound (for the not-found ttl), but not
-// another error. It returns the value even if storing it failed, and
-// whether it stored it.
-func (c *Cache) loadAndStore(ctx context.Context, r request, lock *dlock.Lock, gen string) (value []byte, kept bool, err error) {
-	l := c.runLoad(ctx, r.key, lock.Done(), r.load)
-	c.loads.Add(1)
+// loadAndStore waits for the load started as started and stores what it
+// gives, while lock is held: a value or ErrNotFound (for the not-found
+// ttl), but not another error. It returns the value even if storing it
+// failed, and whether it stored it.
+func (c *Cache) loadAndStore(ctx context.Context, r request, lock *dlock.Lock, gen string, started *loading) (value []byte, kept bool, err error) {
+	l := started.wait(lock.Done())
 	s := stored{value: l.value, ttl: c.jittered(r.ttl), took: l.took, gen: gen}
 	switch {
 	case errors.Is(l.err, ErrNotFound):
@@ -252,8 +263,7 @@ func (c *Cache) redisFailed(ctx context.Context, r request, step string, err err
 	c.log.Warn("cachefill: Redis failed; loading directly", slog.String("key", r.key),
 		slog.String("step", step), slog.Any("err", err))
 	c.fallbacks.Add(1)
-	l := c.runLoad(ctx, r.key, nil, r.load)
-	c.loads.Add(1)
+	l := c.startLoad(ctx, r.key, r.load).wait(nil)
 	if errors.Is(l.err, ErrNotFound) {
 		return nil, notFound(r.key)
 	}

@@ -3,9 +3,14 @@ package cachefill_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cachefill"
@@ -37,8 +42,9 @@ func waitsFor(t *testing.T, cache *cachefill.Cache) {
 	})
 }
 
-// A loader whose process died holds the lock until its ttl runs out: then
-// a waiter, which looks again after the lock ttl of its Cache (the same as
+// A loader whose process died holds the lock until its ttl runs out: a
+// read meanwhile does not claim the fill (so no load starts), and a
+// waiter, which looks again after the lock ttl of its Cache (the same as
 // the dead loader's), loads.
 func TestDeadLoaderIsReplacedAfterItsTTL(t *testing.T) {
 	t.Parallel()
@@ -52,12 +58,95 @@ func TestDeadLoaderIsReplacedAfterItsTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &source{value: "fresh"}
-	v, err := cache.Get(timeout(t, 10*time.Second), key, time.Minute, src.load)
-	if err != nil || string(v) != "fresh" {
-		t.Fatalf("Get after a dead loader = %q, %v", v, err)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	got := getAsync(t, &wg, cache, key, src.load)
+	waitsFor(t, cache)
+	if n, err := rdb.Exists(context.Background(), cachefill.ClaimKey(cache, key)).Result(); n != 0 || err != nil {
+		t.Errorf("claim keys while the lock is held: %d, %v; want none", n, err)
+	}
+	if r := <-got; r.err != nil || r.value != "fresh" {
+		t.Fatalf("Get after a dead loader = %q, %v", r.value, r.err)
 	}
 	if c := cachefill.CountsOf(cache); c.Waits == 0 || src.loads.Load() != 1 {
 		t.Errorf("counts %+v, loads %d: want a wait, then one load", c, src.loads.Load())
+	}
+}
+
+// A load starts with the request for its lock. Where another caller took
+// the lock between the read that claimed the fill and that request (it
+// can, if a claim is lost in a failover), the lock is refused: the load's
+// context ends with a cause that says so, what it returns is dropped, and
+// the Get waits for the other caller, then loads when its lock expired.
+func TestLoadOfARefusedLockIsDropped(t *testing.T) {
+	t.Parallel()
+	key := testKey(t)
+	rdb := shared(t)
+	cache := newCache(t, rdb, cachefill.WithLockTTL(300*time.Millisecond))
+	other := dlock.New(shared(t))
+	defer other.Close()
+	rdb.AddHook(&afterClaim{claimKey: cachefill.ClaimKey(cache, key), do: func() {
+		if _, err := other.TryObtain(context.Background(), cachefill.LockKey(cache, key), 300*time.Millisecond); err != nil {
+			t.Errorf("the other caller's lock: %v", err)
+		}
+	}})
+	var calls atomic.Int32
+	causes := make(chan error, 1)
+	load := func(ctx context.Context) ([]byte, error) {
+		if calls.Add(1) == 1 {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return []byte("dropped"), nil
+		}
+		return []byte("v"), nil
+	}
+	v, err := cache.Get(timeout(t, 10*time.Second), key, time.Minute, load)
+	if err != nil || string(v) != "v" {
+		t.Fatalf("Get = %q, %v; want the second load's value", v, err)
+	}
+	select {
+	case cause := <-causes:
+		if !strings.Contains(fmt.Sprint(cause), "lock was not obtained") {
+			t.Errorf("the first load's context ended with %v; want the refused lock", cause)
+		}
+	default:
+		t.Error("the first load's context did not end")
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d loads, want the dropped one and one after the other caller's lock expired", n)
+	}
+	if c := cachefill.CountsOf(cache); c.Waits == 0 {
+		t.Errorf("counts %+v: want a wait for the other caller", c)
+	}
+}
+
+// afterClaim is a go-redis hook that calls do once, right after the first
+// read of a Cache that claimed the fill whose claim is claimKey.
+type afterClaim struct {
+	claimKey string
+	do       func()
+	once     sync.Once
+}
+
+func (h *afterClaim) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *afterClaim) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *afterClaim) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		// read.lua's call: EVALSHA sha 4 entry filled claim lock token ttl,
+		// whose reply {0, gen, 1, last} is a miss that claimed the fill.
+		args := cmd.Args()
+		if err != nil || len(args) != 9 || fmt.Sprint(args[5]) != h.claimKey {
+			return err
+		}
+		if reply, ok := cmd.(*redis.Cmd).Val().([]any); ok && len(reply) == 4 && reply[0] == int64(0) && reply[2] == int64(1) {
+			h.once.Do(h.do)
+		}
+		return err
 	}
 }
 

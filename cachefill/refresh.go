@@ -82,7 +82,7 @@ func (c *Cache) refresh(ctx context.Context, r request, seen entry) {
 		return // refreshed meanwhile
 	}
 	c.refreshes.Add(1)
-	_, kept, err = c.loadAndStore(ctx, r, lock, e.gen)
+	_, kept, err = c.loadAndStore(ctx, r, lock, e.gen, c.startLoad(ctx, r.key, r.load))
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		c.log.Warn("cachefill: early refresh failed; the entry stays as it is", slog.String("key", r.key), slog.Any("err", err))
 	}

@@ -12,13 +12,15 @@
 --          when it is done (see store.lua and notify.go)
 -- KEYS[3]: the entry's fill claim: the token of the caller that saw the miss
 --          first, and fills it; the others wait for its fill message
+-- KEYS[4]: the entry's lock, which a loader holds: the fill is claimed only
+--          while it is free, so a claim's holder gets the lock (see fill.go)
 -- ARGV[1]: the caller's token, which claims the fill on a miss
 -- ARGV[2]: how long a claim lives unless its fill clears it, in ms
 --
 -- Returns one of:
 --   {0, g, claimed, last}  a miss: no entry, or only a mark of Invalidate;
---                 claimed is 1 when the caller holds the fill claim (it
---                 took it now, or had it), else 0; last is the ID of the
+--                 claimed is 1 when the lock is free and the caller holds
+--                 the fill claim (it took it now, or had it), else 0; last is the ID of the
 --                 last fill message ("0-0" for none), after which the
 --                 caller reads the message of the fill it waits for
 --   {1, value, d, f, g, s, pttl}  a value
@@ -54,6 +56,12 @@ if code == 0 then
   local claimed = 0
   if not holder or holder == ARGV[1] then
     claimed = 1
+    -- Checked only by the claim's holder, so that a caller that waits
+    -- runs no more commands than it did.
+    if redis.call('EXISTS', KEYS[4]) == 1 then
+      redis.call('DEL', KEYS[3])
+      claimed = 0
+    end
   end
   return {0, e[5] or '0', claimed, last}
 end
