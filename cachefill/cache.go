@@ -118,17 +118,11 @@ func (c *Cache) spawn(work func()) bool { return c.own.Go(work) }
 // millisecond; the ttl and load of concurrent Gets of one key in a process
 // are those of the first.
 func (c *Cache) Get(ctx context.Context, key string, ttl time.Duration, load func(ctx context.Context) ([]byte, error)) ([]byte, error) {
-	if err := c.check(key); err != nil {
+	if err := c.checkGet(key, ttl, load); err != nil {
 		return nil, err
 	}
-	if ttl < time.Millisecond {
-		return nil, fmt.Errorf("%w: %v for %q, want at least 1ms", ErrInvalidTTL, ttl, key)
-	}
-	if load == nil {
-		return nil, fmt.Errorf("%w: for %q", ErrNilLoad, key)
-	}
 	// Only the first Get of a flight fetches: the others do no more than
-	// join it, so that a stampede's Gets join it fast.
+	// join it, so that a stampede's Gets join it fast (see group.do).
 	v, err := c.flights.do(ctx, key, func(ctx context.Context) ([]byte, error) {
 		return c.fetch(ctx, request{key: key, keys: keysOf(c.opts.prefix, key), ttl: ttl, load: load})
 	})
@@ -136,6 +130,21 @@ func (c *Cache) Get(ctx context.Context, key string, ttl time.Duration, load fun
 		return nil, err
 	}
 	return bytes.Clone(v), nil
+}
+
+// checkGet returns the error of a Get with bad arguments, or on a Cache
+// that cannot work.
+func (c *Cache) checkGet(key string, ttl time.Duration, load func(ctx context.Context) ([]byte, error)) error {
+	if err := c.check(key); err != nil {
+		return err
+	}
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%w: %v for %q, want at least 1ms", ErrInvalidTTL, ttl, key)
+	}
+	if load == nil {
+		return fmt.Errorf("%w: for %q", ErrNilLoad, key)
+	}
+	return nil
 }
 
 // check returns the error of a call with a bad key, or on a Cache that
