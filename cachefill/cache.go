@@ -64,7 +64,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Cache {
 	c := &Cache{rdb: rdb, opts: o, log: o.logger, err: errors.Join(errs...), refreshing: make(map[string]bool),
 		blocked: make(chan struct{}, maxBlockedWaits), own: owner.New()}
 	c.life, c.lifeEnd = context.WithCancel(context.Background())
-	c.flights = newGroup(c.life, c.spawn)
+	c.flights = newGroup(c.life, c.spawn, c.fetchFor)
 	if c.err == nil {
 		c.locker = dlock.New(rdb, dlock.WithLogger(o.logger))
 	}
@@ -123,13 +123,22 @@ func (c *Cache) Get(ctx context.Context, key string, ttl time.Duration, load fun
 	}
 	// Only the first Get of a flight fetches: the others do no more than
 	// join it, so that a stampede's Gets join it fast (see group.do).
-	v, err := c.flights.do(ctx, key, func(ctx context.Context) ([]byte, error) {
-		return c.fetch(ctx, request{key: key, keys: keysOf(c.opts.prefix, key), ttl: ttl, load: load})
-	})
+	v, err := c.flights.do(ctx, key, getArgs{ttl, load})
 	if err != nil {
 		return nil, err
 	}
 	return bytes.Clone(v), nil
+}
+
+// getArgs are the arguments of a Get that a fetch needs beside the key.
+type getArgs struct {
+	ttl  time.Duration
+	load func(ctx context.Context) ([]byte, error)
+}
+
+// fetchFor is the fetch of a flight of key, started by a Get with a.
+func (c *Cache) fetchFor(ctx context.Context, key string, a getArgs) ([]byte, error) {
+	return c.fetch(ctx, request{key: key, keys: keysOf(c.opts.prefix, key), ttl: a.ttl, load: a.load})
 }
 
 // checkGet returns the error of a Get with bad arguments, or on a Cache

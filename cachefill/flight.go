@@ -10,9 +10,13 @@ import (
 // to every Get that asked for the key meanwhile (singleflight). Unlike
 // golang.org/x/sync/singleflight, each caller waits only as long as its own
 // context lets it, and a fetch whose callers all gave up is cancelled.
+// A fetch of key is fetch(ctx, key, a), for the arguments a of the Get
+// that started it: a function given once, so that a Get that joins a fetch
+// allocates no closure.
 type group struct {
 	life  context.Context        // ends when the Cache closes: every fetch is cancelled
 	spawn func(work func()) bool // runs work in a goroutine its owner waits for; false once closed
+	fetch func(ctx context.Context, key string, a getArgs) ([]byte, error)
 
 	mu      sync.Mutex
 	flights map[string]*flight
@@ -29,12 +33,12 @@ type flight struct {
 	err   error
 }
 
-func newGroup(life context.Context, spawn func(func()) bool) *group {
-	return &group{life: life, spawn: spawn, flights: make(map[string]*flight)}
+func newGroup(life context.Context, spawn func(func()) bool, fetch func(ctx context.Context, key string, a getArgs) ([]byte, error)) *group {
+	return &group{life: life, spawn: spawn, fetch: fetch, flights: make(map[string]*flight)}
 }
 
-// do returns the result of the fetch of key that is running, or of fetch,
-// started now with a context that has ctx's values: whichever comes first,
+// do returns the result of the fetch of key that is running, or of one
+// for a, started now with a context that has ctx's values: whichever comes first,
 // it or the end of ctx, which returns an error wrapping ctx's cause. It returns ErrClosed
 // once the group's owner is closed.
 //
@@ -43,8 +47,8 @@ func newGroup(life context.Context, spawn func(func()) bool) *group {
 // stay small (the start of a flight and the leaving of one are functions
 // of their own), or each new goroutine would grow its stack before it
 // blocks, which took 20% of a stampede's CPU and held up the load's read.
-func (g *group) do(ctx context.Context, key string, fetch func(ctx context.Context) ([]byte, error)) ([]byte, error) {
-	f := g.join(ctx, key, fetch)
+func (g *group) do(ctx context.Context, key string, a getArgs) ([]byte, error) {
+	f := g.join(ctx, key, a)
 	if f == nil {
 		return nil, ErrClosed
 	}
@@ -56,14 +60,14 @@ func (g *group) do(ctx context.Context, key string, fetch func(ctx context.Conte
 	}
 }
 
-// join returns the flight of key, started now with fetch if none runs,
+// join returns the flight of key, started now for a if none runs,
 // counting the caller in; nil once the group's owner is closed.
-func (g *group) join(ctx context.Context, key string, fetch func(ctx context.Context) ([]byte, error)) *flight {
+func (g *group) join(ctx context.Context, key string, a getArgs) *flight {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	f := g.flights[key]
 	if f == nil {
-		if f = g.start(ctx, key, fetch); f == nil {
+		if f = g.start(ctx, key, a); f == nil {
 			return nil
 		}
 		g.flights[key] = f
@@ -72,14 +76,14 @@ func (g *group) join(ctx context.Context, key string, fetch func(ctx context.Con
 	return f
 }
 
-// start starts a flight of key that runs fetch; nil once the group's
-// owner is closed. Under g.mu.
-func (g *group) start(ctx context.Context, key string, fetch func(ctx context.Context) ([]byte, error)) *flight {
+// start starts a flight of key for a; nil once the group's owner is
+// closed. Under g.mu.
+func (g *group) start(ctx context.Context, key string, a getArgs) *flight {
 	f := &flight{done: make(chan struct{})}
 	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(g.life, f.cancel)
 	if !g.spawn(func() {
-		f.value, f.err = fetch(f.ctx)
+		f.value, f.err = g.fetch(f.ctx, key, a)
 		g.mu.Lock()
 		if g.flights[key] == f {
 			delete(g.flights, key)

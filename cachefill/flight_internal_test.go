@@ -10,11 +10,17 @@ import (
 	"time"
 )
 
-// testGroup returns a group whose goroutines the returned WaitGroup counts.
+// testGroup returns a group whose goroutines the returned WaitGroup counts,
+// and whose fetches call the load function of the Get that started them.
 func testGroup(life context.Context) (*group, *sync.WaitGroup) {
 	var wg sync.WaitGroup
-	return newGroup(life, func(work func()) bool { wg.Go(work); return true }), &wg
+	return newGroup(life, func(work func()) bool { wg.Go(work); return true }, callLoad), &wg
 }
+
+func callLoad(ctx context.Context, _ string, a getArgs) ([]byte, error) { return a.load(ctx) }
+
+// with is the arguments of a Get whose fetch calls fetch.
+func with(fetch func(ctx context.Context) ([]byte, error)) getArgs { return getArgs{load: fetch} }
 
 // Concurrent calls for a key share one fetch; a caller whose context ends
 // leaves it without stopping it for the others.
@@ -40,7 +46,7 @@ func TestGroupSharesOneFetch(t *testing.T) {
 				if i == 0 {
 					ctx = impatient
 				}
-				v, err := g.do(ctx, "k", fetch)
+				v, err := g.do(ctx, "k", with(fetch))
 				switch {
 				case i == 0 && !errors.Is(err, context.DeadlineExceeded):
 					t.Errorf("impatient caller: %q, %v; want its deadline", v, err)
@@ -70,11 +76,11 @@ func TestGroupCancelsAbandonedFetch(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if _, err := g.do(ctx, "k", fetch); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := g.do(ctx, "k", with(fetch)); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("do = %v, want the deadline", err)
 		}
 		<-cancelled
-		v, err := g.do(context.Background(), "k", func(context.Context) ([]byte, error) { return []byte("new"), nil })
+		v, err := g.do(context.Background(), "k", with(func(context.Context) ([]byte, error) { return []byte("new"), nil }))
 		if err != nil || string(v) != "new" {
 			t.Errorf("do after an abandoned fetch = %q, %v; want a fetch of its own", v, err)
 		}
@@ -90,10 +96,10 @@ func TestGroupLife(t *testing.T) {
 		g, wg := testGroup(life)
 		done := make(chan error, 1)
 		go func() {
-			_, err := g.do(context.Background(), "k", func(ctx context.Context) ([]byte, error) {
+			_, err := g.do(context.Background(), "k", with(func(ctx context.Context) ([]byte, error) {
 				<-ctx.Done()
 				return nil, ErrClosed
-			})
+			}))
 			done <- err
 		}()
 		synctest.Wait()
@@ -102,8 +108,8 @@ func TestGroupLife(t *testing.T) {
 			t.Errorf("do when the life ends = %v, want the fetch's ErrClosed", err)
 		}
 		wg.Wait()
-		closed := newGroup(context.Background(), func(func()) bool { return false })
-		if _, err := closed.do(context.Background(), "k", nil); !errors.Is(err, ErrClosed) {
+		closed := newGroup(context.Background(), func(func()) bool { return false }, callLoad)
+		if _, err := closed.do(context.Background(), "k", getArgs{}); !errors.Is(err, ErrClosed) {
 			t.Errorf("do on a closed group = %v, want ErrClosed", err)
 		}
 	})
