@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"time"
 
@@ -53,7 +54,13 @@ type StampedeResult struct {
 	// loader), over the other processes.
 	CommandsPerProcess float64 `json:"commands_per_process"`
 	CommandsPerWaiter  float64 `json:"commands_per_waiting_process"`
-	Errors             int     `json:"errors"`
+	// What the whole process allocated per stampede (every process's
+	// cache and client, and the harness, which is the same for every
+	// row), and how many garbage collections ran per ten stampedes: a
+	// collection that runs during a stampede holds up its Gets.
+	AllocKB  float64 `json:"allocated_kb_per_stampede"`
+	GCsPer10 float64 `json:"gcs_per_10_stampedes"`
+	Errors   int     `json:"errors"`
 }
 
 // StampedeRow is one approach: New makes the cache of one process on its
@@ -123,6 +130,8 @@ func RunStampede(ctx context.Context, addr string, row StampedeRow, cfg Stampede
 	res.CallRoundP99Ms = ms(Percentile(all.callRoundP99, 50))
 	res.LoadStartMs = ms(Percentile(all.loadStart, 50))
 	res.AfterLoadP99Ms = ms(Percentile(all.afterLoadP99, 50))
+	res.AllocKB = float64(all.allocated) / 1024 / float64(cfg.Rounds)
+	res.GCsPer10 = float64(all.gcs) * 10 / float64(cfg.Rounds)
 	res.Requests = float64(all.requests) / float64(res.Gets)
 	res.Commands = float64(all.commands) / float64(res.Gets)
 	perRound := float64(all.commands) / float64(cfg.Rounds)
@@ -139,7 +148,9 @@ type stampedes struct {
 	roundP99, callRoundP99  []time.Duration
 	loadStart, afterLoadP99 []time.Duration // of each round
 	loads, errors           int
-	requests, commands      int64 // sent by the clients; run by Redis
+	requests, commands      int64  // sent by the clients; run by Redis
+	allocated               uint64 // bytes, by the whole process
+	gcs                     uint32 // garbage collections that ran
 }
 
 // measureStampedes runs cfg.Rounds stampedes of keys named prefix and the
@@ -154,6 +165,9 @@ func measureStampedes(ctx context.Context, admin *redis.Client, caches []stamped
 	}
 	before, beforeErr := readServerStats(ctx, admin)
 	sentBefore := sent()
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	allocBefore, gcBefore := mem.TotalAlloc, mem.NumGC
 	for round := range cfg.Rounds {
 		d, call, n, span, err := stampede(ctx, caches, fmt.Sprintf("%s%d", prefix, round), cfg)
 		if err != nil {
@@ -167,6 +181,8 @@ func measureStampedes(ctx context.Context, admin *redis.Client, caches []stamped
 		s.callRoundP99 = append(s.callRoundP99, Percentile(call, 99))
 		s.loads += n
 	}
+	runtime.ReadMemStats(&mem)
+	s.allocated, s.gcs = mem.TotalAlloc-allocBefore, mem.NumGC-gcBefore
 	s.requests = sent() - sentBefore
 	after, afterErr := readServerStats(ctx, admin)
 	s.commands = after.commands - before.commands - 1 // the INFO of before
@@ -240,16 +256,17 @@ func WriteStampedeTable(w io.Writer, cfg StampedeConfig, results []StampedeResul
 	fmt.Fprintf(w, "%d goroutines over %d processes (each a go-redis client and a cache of its own) Get one cold key "+
 		"at once; the load takes %v. %d rounds of a new key each, after a warm-up round. Times run from the start "+
 		"of the round to each Get's return, then from each Get's call to its return (its latency); the median round's "+
-		"first load starts after the start of the round, and its p99 Get returns after the end of its last load. Commands are "+
+		"first load starts after the start of the round, and its p99 Get returns after the end of its last load. Allocations "+
+		"and garbage collections are the whole process's. Commands are "+
 		"Redis's, inside scripts included: per Get, per process and round, and per waiting process (a round's less "+
 		"a round of one process alone, over the %d others).\n\n",
 		cfg.Goroutines, cfg.Processes, cfg.Load, cfg.Rounds, cfg.Processes-1)
-	fmt.Fprintf(w, "| row | loads per stampede | p50 | p99 | max | median round's p99 | Get p50 | Get p99 | median round's Get p99 | load starts | p99 after load | requests per Get | Redis commands per Get | per process | per waiting process |\n")
-	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(w, "| row | loads per stampede | p50 | p99 | max | median round's p99 | Get p50 | Get p99 | median round's Get p99 | load starts | p99 after load | KB allocated per stampede | GCs per 10 stampedes | requests per Get | Redis commands per Get | per process | per waiting process |\n")
+	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range results {
-		fmt.Fprintf(w, "| %s | %.1f | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.2f ms | %.2f ms | %.3f | %.3f | %.1f | %.1f |\n",
+		fmt.Fprintf(w, "| %s | %.1f | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.2f ms | %.2f ms | %.0f | %.1f | %.3f | %.3f | %.1f | %.1f |\n",
 			r.Approach, r.Loads, r.P50Ms, r.P99Ms, r.MaxMs, r.RoundP99Ms, r.CallP50Ms, r.CallP99Ms, r.CallRoundP99Ms,
-			r.LoadStartMs, r.AfterLoadP99Ms,
+			r.LoadStartMs, r.AfterLoadP99Ms, r.AllocKB, r.GCsPer10,
 			r.Requests, r.Commands, r.CommandsPerProcess, r.CommandsPerWaiter)
 	}
 	fmt.Fprintln(w)
