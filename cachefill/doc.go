@@ -83,10 +83,11 @@
 //     never a wrong value. An eviction of a loader's lock (a volatile-* or
 //     allkeys-* policy) can let a second loader run.
 //   - A load starts before its lock is confirmed. Where the lock is then
-//     refused (another caller took it since the read that claimed the
-//     fill, which takes a claim lost with Redis's data, as in a failover),
-//     the load's context ends, with a cause that says so, and what it
-//     returns is dropped: a load with side effects may then have run twice.
+//     refused, because something changed in the round trip since the read
+//     that claimed the fill (a background refresh elsewhere took the lock,
+//     Invalidate marked the key, a claim was lost in a failover), the
+//     load's context ends, with a cause that says so, and what it returns
+//     is dropped: a load with side effects may then have run twice.
 //   - Values are returned as stored: a value that an old version of your
 //     code stored in another shape reaches Typed's codec as it is.
 package cachefill

@@ -68,9 +68,11 @@ func (c *Cache) fill(ctx context.Context, r request, e entry) ([]byte, error) {
 
 // tryLoad loads the entry if it obtains the key's lock. The load starts
 // with the request for the lock, not after its answer: the read e claimed
-// the fill where the lock was free, and only a claim's holder asks for
-// the lock, so it is refused only if something changed since (the entry
-// was stored or invalidated, a claim expired): then the load is dropped.
+// the fill where the lock was free, and a fill asks for the lock only with
+// its claim, so the lock is refused only if something changed in the round
+// trip since (a background refresh, which needs no claim, took the lock;
+// the entry was stored or invalidated; a claim was lost): then the load is
+// dropped.
 // It reports not done when another caller holds the lock, or when it lost
 // the lock while it loaded: the fill then waits for the next fill message.
 func (c *Cache) tryLoad(ctx context.Context, r request, e entry) (done bool, value []byte, err error) {

@@ -74,8 +74,9 @@ func TestDeadLoaderIsReplacedAfterItsTTL(t *testing.T) {
 }
 
 // A load starts with the request for its lock. Where another caller took
-// the lock between the read that claimed the fill and that request (it
-// can, if a claim is lost in a failover), the lock is refused: the load's
+// the lock between the read that claimed the fill and that request (a
+// background refresh elsewhere can, or a caller whose claim was lost in a
+// failover), the lock is refused: the load's
 // context ends with a cause that says so, what it returns is dropped, and
 // the Get waits for the other caller, then loads when its lock expired.
 func TestLoadOfARefusedLockIsDropped(t *testing.T) {
