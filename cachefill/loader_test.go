@@ -73,51 +73,69 @@ func TestDeadLoaderIsReplacedAfterItsTTL(t *testing.T) {
 	}
 }
 
-// A load starts with the request for its lock. Where another caller took
-// the lock between the read that claimed the fill and that request (a
-// background refresh elsewhere can, or a caller whose claim was lost in a
-// failover), the lock is refused: the load's
-// context ends with a cause that says so, what it returns is dropped, and
-// the Get waits for the other caller, then loads when its lock expired.
+// A load starts with the request for its lock. Where the lock is refused
+// because something changed between the read that claimed the fill and
+// that request (a background refresh elsewhere took the lock, or a caller
+// whose claim was lost in a failover; or Invalidate marked the key, which
+// the lock's guard sees), the load's context ends with a cause that says
+// so and what it returns is dropped; the Get then gets the value of the
+// next load: after the other caller's lock expired, or at once under its
+// own lock where the key was marked.
 func TestLoadOfARefusedLockIsDropped(t *testing.T) {
 	t.Parallel()
-	key := testKey(t)
-	rdb := shared(t)
-	cache := newCache(t, rdb, cachefill.WithLockTTL(300*time.Millisecond))
-	other := dlock.New(shared(t))
-	defer other.Close()
-	rdb.AddHook(&afterClaim{claimKey: cachefill.ClaimKey(cache, key), do: func() {
-		if _, err := other.TryObtain(context.Background(), cachefill.LockKey(cache, key), 300*time.Millisecond); err != nil {
-			t.Errorf("the other caller's lock: %v", err)
-		}
-	}})
-	var calls atomic.Int32
-	causes := make(chan error, 1)
-	load := func(ctx context.Context) ([]byte, error) {
-		if calls.Add(1) == 1 {
-			<-ctx.Done()
-			causes <- context.Cause(ctx)
-			return []byte("dropped"), nil
-		}
-		return []byte("v"), nil
-	}
-	v, err := cache.Get(timeout(t, 10*time.Second), key, time.Minute, load)
-	if err != nil || string(v) != "v" {
-		t.Fatalf("Get = %q, %v; want the second load's value", v, err)
-	}
-	select {
-	case cause := <-causes:
-		if !strings.Contains(fmt.Sprint(cause), "lock was not obtained") {
-			t.Errorf("the first load's context ended with %v; want the refused lock", cause)
-		}
-	default:
-		t.Error("the first load's context did not end")
-	}
-	if n := calls.Load(); n != 2 {
-		t.Errorf("%d loads, want the dropped one and one after the other caller's lock expired", n)
-	}
-	if c := cachefill.CountsOf(cache); c.Waits == 0 {
-		t.Errorf("counts %+v: want a wait for the other caller", c)
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, cache *cachefill.Cache, key string)
+		waits  bool
+	}{
+		{"another caller locked", func(t *testing.T, cache *cachefill.Cache, key string) {
+			other := dlock.New(shared(t))
+			t.Cleanup(func() { other.Close() })
+			if _, err := other.TryObtain(context.Background(), cachefill.LockKey(cache, key), 300*time.Millisecond); err != nil {
+				t.Errorf("the other caller's lock: %v", err)
+			}
+		}, true},
+		{"invalidated", func(t *testing.T, cache *cachefill.Cache, key string) {
+			if err := cache.Invalidate(context.Background(), key); err != nil {
+				t.Errorf("Invalidate: %v", err)
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			key := testKey(t)
+			rdb := shared(t)
+			cache := newCache(t, rdb, cachefill.WithLockTTL(300*time.Millisecond))
+			rdb.AddHook(&afterClaim{claimKey: cachefill.ClaimKey(cache, key), do: func() { tc.change(t, cache, key) }})
+			var calls atomic.Int32
+			causes := make(chan error, 1)
+			load := func(ctx context.Context) ([]byte, error) {
+				if calls.Add(1) == 1 {
+					<-ctx.Done()
+					causes <- context.Cause(ctx)
+					return []byte("dropped"), nil
+				}
+				return []byte("v"), nil
+			}
+			v, err := cache.Get(timeout(t, 10*time.Second), key, time.Minute, load)
+			if err != nil || string(v) != "v" {
+				t.Fatalf("Get = %q, %v; want the second load's value", v, err)
+			}
+			select {
+			case cause := <-causes:
+				if !strings.Contains(fmt.Sprint(cause), "lock was not obtained") {
+					t.Errorf("the first load's context ended with %v; want the refused lock", cause)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("the first load's context did not end")
+			}
+			if n := calls.Load(); n != 2 {
+				t.Errorf("%d loads, want the dropped one and the next", n)
+			}
+			if c := cachefill.CountsOf(cache); (c.Waits > 0) != tc.waits {
+				t.Errorf("counts %+v: want a wait for the other caller: %v", c, tc.waits)
+			}
+		})
 	}
 }
 
