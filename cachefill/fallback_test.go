@@ -78,3 +78,30 @@ func TestRedisPausedLoadsDirectly(t *testing.T) {
 		t.Errorf("counts %+v, want one fallback", c)
 	}
 }
+
+// With Redis paused between the read that claimed a fill and the loader's
+// request for its lock, the lock fails after the Redis timeout, and Get
+// falls back on the load that started with that request: load runs once.
+func TestRedisPausedAtTheLockLoadsOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	rdb := srv.Client()
+	cache := newCache(t, rdb, cachefill.WithRedisTimeout(100*time.Millisecond))
+	key := testKey(t)
+	src := &source{value: "direct"}
+	if _, err := cache.Get(timeout(t, 10*time.Second), key+":warm", time.Minute, src.load); err != nil {
+		t.Fatal(err) // a connection in the pool, which the pause keeps open
+	}
+	rdb.AddHook(&afterClaim{claimKey: cachefill.ClaimKey(cache, key), do: srv.Pause})
+	defer srv.Resume() // before the Cache's Close, which waits for the paused calls
+	v, err := cache.Get(timeout(t, 10*time.Second), key, time.Minute, src.load)
+	if err != nil || string(v) != "direct" {
+		t.Errorf("Get with Redis paused at the lock = %q, %v; want the load's value", v, err)
+	}
+	if n := src.loads.Load(); n != 2 {
+		t.Errorf("load ran %d times in all, want once for the warm-up and once for the Get", n)
+	}
+	if c := cachefill.CountsOf(cache); c.Fallbacks != 1 || c.Loads != 2 {
+		t.Errorf("counts %+v, want one fallback and two loads", c)
+	}
+}

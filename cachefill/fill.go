@@ -87,8 +87,17 @@ func (c *Cache) tryLoad(ctx context.Context, r request, e entry) (done bool, val
 		opts = append(opts, dlock.WithGuard(r.keys.entry))
 	}
 	lock, err := c.obtain(ctx, r, opts...)
-	if err == nil {
+	switch {
+	case err == nil:
 		return c.loadAsHolder(ctx, r, lock, e.gen, early)
+	case !errors.Is(err, dlock.ErrGuarded) && !errors.Is(err, dlock.ErrNotObtained):
+		// No lock, since Redis failed or the Get's callers all left: let
+		// the next miss claim the fill at once rather than after the
+		// claim's ttl. A fallback to loading directly takes the load
+		// already running.
+		c.unclaim(ctx, r)
+		v, err := c.redisFailedLoading(ctx, r, "lock", err, early)
+		return true, v, err
 	}
 	early.drop(errNoLock)
 	if errors.Is(err, dlock.ErrGuarded) {
@@ -110,8 +119,7 @@ func (c *Cache) tryLoad(ctx context.Context, r request, e entry) (done bool, val
 	if errors.Is(err, dlock.ErrNotObtained) {
 		return false, nil, nil
 	}
-	// No lock (Redis failed, or the Get's callers all left): let the next
-	// miss claim the fill at once rather than after the claim's ttl.
+	// The lock without the guard failed too.
 	c.unclaim(ctx, r)
 	v, err := c.redisFailed(ctx, r, "lock", err)
 	return true, v, err
@@ -255,17 +263,32 @@ func jitter(ttl time.Duration, share, u float64) time.Duration {
 // and otherwise the load's result, called directly (WithFallback), or the
 // error.
 func (c *Cache) redisFailed(ctx context.Context, r request, step string, err error) ([]byte, error) {
+	return c.redisFailedLoading(ctx, r, step, err, nil)
+}
+
+// redisFailedLoading is redisFailed for a Get whose load started already
+// (nil if none did): a fallback waits for it rather than starting another,
+// and otherwise it is dropped.
+func (c *Cache) redisFailedLoading(ctx context.Context, r request, step string, err error, started *loading) ([]byte, error) {
+	fallback := c.opts.fallback && ctx.Err() == nil &&
+		!errors.Is(err, ErrWrongType) && !errors.Is(err, ErrClosed) && !errors.Is(err, dlock.ErrClosed)
+	if !fallback && started != nil {
+		started.drop(errNoLock)
+	}
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
 	err = fmt.Errorf("cachefill: %s %q: %w", step, r.key, err)
-	if !c.opts.fallback || errors.Is(err, ErrWrongType) || errors.Is(err, ErrClosed) || errors.Is(err, dlock.ErrClosed) {
+	if !fallback {
 		return nil, err
 	}
 	c.log.Warn("cachefill: Redis failed; loading directly", slog.String("key", r.key),
 		slog.String("step", step), slog.Any("err", err))
 	c.fallbacks.Add(1)
-	l := c.startLoad(ctx, r.key, r.load).wait(nil)
+	if started == nil {
+		started = c.startLoad(ctx, r.key, r.load)
+	}
+	l := started.wait(nil)
 	if errors.Is(l.err, ErrNotFound) {
 		return nil, notFound(r.key)
 	}
