@@ -73,6 +73,7 @@ func (c *Cache) fill(ctx context.Context, r request, e entry) ([]byte, error) {
 // trip since (a background refresh, which needs no claim, took the lock;
 // the entry was stored or invalidated; a claim was lost): then the load is
 // dropped.
+//
 // It reports not done when another caller holds the lock, or when it lost
 // the lock while it loaded: the fill then waits for the next fill message.
 func (c *Cache) tryLoad(ctx context.Context, r request, e entry) (done bool, value []byte, err error) {
@@ -170,11 +171,11 @@ func (c *Cache) loadMarked(ctx context.Context, r request, lock *dlock.Lock) (do
 }
 
 // loadAsHolder finishes the load l and stores what it gives while it holds
-// the key's lock, whose gen was gen before l started, and releases the lock: once
-// it stored the entry, in a goroutine of its own, after Get returned,
-// since the callers that wait hear of the store, not of the release. It
-// reports not done when the lock was lost before the load gave anything:
-// then another caller loads, and the fill waits for it.
+// the key's lock, whose gen was gen before l started, and releases the
+// lock: once it stored the entry, in a goroutine of its own, after Get
+// returned, since the callers that wait hear of the store, not of the
+// release. It reports not done when the lock was lost before the load gave
+// anything: then another caller loads, and the fill waits for it.
 func (c *Cache) loadAsHolder(ctx context.Context, r request, lock *dlock.Lock, gen string, l *loading) (done bool, value []byte, err error) {
 	v, kept, err := c.loadAndStore(ctx, r, lock, gen, l)
 	if kept {

@@ -38,15 +38,16 @@ func newGroup(life context.Context, spawn func(func()) bool, fetch func(ctx cont
 }
 
 // do returns the result of the fetch of key that is running, or of one
-// for a, started now with a context that has ctx's values: whichever comes first,
-// it or the end of ctx, which returns an error wrapping ctx's cause. It returns ErrClosed
-// once the group's owner is closed.
+// for a, started now with a context that has ctx's values: whichever
+// comes first, it or the end of ctx, which returns an error wrapping ctx's
+// cause. It returns ErrClosed once the group's owner is closed.
 //
 // It is the path of every Get of a stampede, a thousand goroutines on a
 // few cores: so its frame, and those of what it calls before it blocks,
 // stay small (the start of a flight and the leaving of one are functions
-// of their own), or each new goroutine would grow its stack before it
-// blocks, which took 20% of a stampede's CPU and held up the load's read.
+// of their own), so that fewer of them grow their stack before they block
+// (with the larger frames, stack copying took 20% of a stampede's CPU and
+// held up the load's read).
 func (g *group) do(ctx context.Context, key string, a getArgs) ([]byte, error) {
 	f := g.join(ctx, key, a)
 	if f == nil {
