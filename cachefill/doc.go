@@ -20,9 +20,9 @@
 //     key share one fetch; across processes, the read that misses first
 //     claims the fill, in the same script, where no loader holds the lock;
 //     its caller starts the load at once and takes the lock (a dlock lock,
-//     renewed while it loads) in the same moment, so the load is not
-//     held up by a round trip, and stores under the lock. The others block on the
-//     entry's stream of fill messages (one XREAD), to which the loader's
+//     renewed while it loads) in the same moment, so the load is not held
+//     up by a round trip, and stores under the lock. The others block on
+//     the entry's stream of fill messages (one XREAD), to which the loader's
 //     store adds the value: they are woken with the value itself, and do
 //     not poll. A waiting process runs five Redis commands a fill (its
 //     read's four, inside the script, and the XREAD), however long the

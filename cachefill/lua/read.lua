@@ -20,9 +20,11 @@
 -- Returns one of:
 --   {0, g, claimed, last}  a miss: no entry, or only a mark of Invalidate;
 --                 claimed is 1 when the lock is free and the caller holds
---                 the fill claim (it took it now, or had it), else 0; last is the ID of the
---                 last fill message ("0-0" for none), after which the
---                 caller reads the message of the fill it waits for
+--                 the fill claim (it took it now, or had it), else 0 (a
+--                 claim it would hold while a loader has the lock is given
+--                 back); last is the ID of the last fill message ("0-0"
+--                 for none), after which the caller reads the message of
+--                 the fill it waits for
 --   {1, value, d, f, g, s, pttl}  a value
 --   {2, "", d, f, g, s, pttl}     not found, remembered
 --   {3}           a key of the entry holds another type
