@@ -8,9 +8,9 @@ import (
 	"github.com/dlock-go/dlock/redistest"
 )
 
-// On a Redis Cluster, each entry's two keys share a slot, so its scripts
-// run: a miss fills and a hit reads, for keys of every shape, across two
-// Caches, and Invalidate marks.
+// On a Redis Cluster, each entry's four keys (entry, lock, fill messages,
+// claim) share a slot, so its scripts run: a miss fills and a hit reads,
+// for keys of every shape, across two Caches, and Invalidate marks.
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.NewCluster(t, 3, 0)
