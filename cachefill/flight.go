@@ -23,6 +23,18 @@ type group struct {
 }
 
 // flight is one fetch and the callers waiting for it.
+//
+// A caller watches its context's Done in a select with the flight's done,
+// unless the caller that joined last with a context that can end did so
+// with the same Done channel (a stampede's callers of one context): then it
+// waits in a plain receive, on the channel of a set of waiters, which the
+// caller that watches takes out of the flight with it when that Done
+// closes. Waking a thousand goroutines blocked in a select on two channels
+// they share makes each take both channels' locks one after the other:
+// that held up a typical stampede of bench/cmd/stampede by 0.7 ms
+// (docs/benchmarks.md, "Waiting without a select"). Callers of contexts of
+// their own, as a server's requests are, each watch their own, and
+// allocate nothing.
 type flight struct {
 	ctx     context.Context // of the fetch: ends when its callers all left, or the Cache closes
 	cancel  context.CancelFunc
@@ -31,6 +43,22 @@ type flight struct {
 	done  chan struct{} // closed when value and err are set
 	value []byte
 	err   error
+
+	// Under group.mu: the Done channel of the last caller that watches its
+	// own, the set of waiters of that channel (nil until one joins it), and
+	// every set; nil once the fetch ended.
+	watched <-chan struct{}
+	set     *waiters
+	sets    []*waiters
+}
+
+// waiters are callers of a flight that wait for it in a plain receive,
+// since another caller watches their contexts' Done channel, of.
+type waiters struct {
+	of   <-chan struct{}
+	done chan struct{} // closed when the flight ended, or they left
+	n    int           // under group.mu
+	left bool          // they left; under group.mu, and set before done closes
 }
 
 func newGroup(life context.Context, spawn func(func()) bool, fetch func(ctx context.Context, key string, a getArgs) ([]byte, error)) *group {
@@ -44,37 +72,55 @@ func newGroup(life context.Context, spawn func(func()) bool, fetch func(ctx cont
 //
 // It is the path of every Get of a stampede, a thousand goroutines on a
 // few cores: so its frame, and those of what it calls before it blocks,
-// stay small (the start of a flight and the leaving of one are functions
-// of their own), so that fewer of them grow their stack before they block
-// (with the larger frames, stack copying took 20% of a stampede's CPU and
-// held up the load's read).
+// stay small (the start of a flight, and the watch and leaving of a
+// context, are functions of their own), so that fewer of them grow their
+// stack before they block (with the larger frames, stack copying took 20%
+// of a stampede's CPU and held up the load's read).
 func (g *group) do(ctx context.Context, key string, a getArgs) ([]byte, error) {
-	f := g.join(ctx, key, a)
-	if f == nil {
+	f, w := g.join(ctx, key, a)
+	switch {
+	case f == nil:
 		return nil, ErrClosed
+	case w != nil:
+		<-w.done
+		if w.left {
+			return nil, fmt.Errorf("cachefill: get %q: %w", key, context.Cause(ctx))
+		}
+	case ctx.Done() == nil:
+		<-f.done
+	default:
+		return g.watch(ctx, key, f)
 	}
-	select {
-	case <-f.done:
-		return f.value, f.err
-	case <-ctx.Done():
-		return g.leave(ctx, key, f)
-	}
+	return f.value, f.err
 }
 
-// join returns the flight of key, started now for a if none runs,
-// counting the caller in; nil once the group's owner is closed.
-func (g *group) join(ctx context.Context, key string, a getArgs) *flight {
+// join returns the flight of key, started now for a if none runs, counting
+// the caller in, and the set of waiters it is in, nil if it watches its
+// own context; nils once the group's owner is closed.
+func (g *group) join(ctx context.Context, key string, a getArgs) (*flight, *waiters) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	f := g.flights[key]
 	if f == nil {
 		if f = g.start(ctx, key, a); f == nil {
-			return nil
+			return nil, nil
 		}
 		g.flights[key] = f
 	}
 	f.callers++
-	return f
+	done := ctx.Done()
+	switch {
+	case done == nil:
+		return f, nil
+	case done != f.watched:
+		f.watched, f.set = done, nil
+		return f, nil
+	case f.set == nil:
+		f.set = &waiters{of: done, done: make(chan struct{})}
+		f.sets = append(f.sets, f.set)
+	}
+	f.set.n++
+	return f, f.set
 }
 
 // start starts a flight of key for a; nil once the group's owner is
@@ -84,13 +130,8 @@ func (g *group) start(ctx context.Context, key string, a getArgs) *flight {
 	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(g.life, f.cancel)
 	if !g.spawn(func() {
-		f.value, f.err = g.fetch(f.ctx, key, a)
-		g.mu.Lock()
-		if g.flights[key] == f {
-			delete(g.flights, key)
-		}
-		g.mu.Unlock()
-		close(f.done)
+		v, err := g.fetch(f.ctx, key, a)
+		g.end(key, f, v, err)
 		stop()
 		f.cancel()
 	}) {
@@ -101,21 +142,77 @@ func (g *group) start(ctx context.Context, key string, a getArgs) *flight {
 	return f
 }
 
+// end hands the result of f's fetch to the callers that wait for it.
+func (g *group) end(key string, f *flight, v []byte, err error) {
+	g.mu.Lock()
+	if g.flights[key] == f {
+		delete(g.flights, key)
+	}
+	f.value, f.err = v, err
+	sets := f.sets
+	f.watched, f.set, f.sets = nil, nil, nil
+	sets = stillWaiting(sets)
+	g.mu.Unlock()
+	close(f.done)
+	for _, w := range sets {
+		close(w.done)
+	}
+}
+
+// stillWaiting returns sets without those that left, in place.
+func stillWaiting(sets []*waiters) []*waiters {
+	kept := sets[:0]
+	for _, w := range sets {
+		if !w.left {
+			kept = append(kept, w)
+		}
+	}
+	return kept
+}
+
+// watch waits for f, for a caller that watches its own ctx.
+func (g *group) watch(ctx context.Context, key string, f *flight) ([]byte, error) {
+	select {
+	case <-f.done:
+		return f.value, f.err
+	case <-ctx.Done():
+		return g.leave(ctx, key, f)
+	}
+}
+
 // leave is do for a caller whose ctx ended while f ran: it takes f's
-// result if f ended just now, and otherwise leaves f, which is cancelled
-// if nobody waits for it any more.
+// result if f ended just now, and otherwise leaves f, with the waiters
+// whose contexts' Done it watched; f is cancelled if nobody waits for it
+// any more, so that the next Get starts anew.
 func (g *group) leave(ctx context.Context, key string, f *flight) ([]byte, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	select {
 	case <-f.done: // it ended just now: take it
+		g.mu.Unlock()
 		return f.value, f.err
 	default:
 	}
-	if f.callers--; f.callers == 0 && g.flights[key] == f {
+	done := ctx.Done()
+	var gone []*waiters
+	left := 1
+	for _, w := range f.sets {
+		if w.of == done && !w.left {
+			w.left = true
+			left += w.n
+			gone = append(gone, w)
+		}
+	}
+	if f.watched == done {
+		f.watched, f.set = nil, nil
+	}
+	if f.callers -= left; f.callers == 0 && g.flights[key] == f {
 		// Nobody waits for it: stop it, and let the next Get start anew.
 		delete(g.flights, key)
 		f.cancel()
+	}
+	g.mu.Unlock()
+	for _, w := range gone {
+		close(w.done)
 	}
 	return nil, fmt.Errorf("cachefill: get %q: %w", key, context.Cause(ctx))
 }

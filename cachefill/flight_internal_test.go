@@ -63,8 +63,127 @@ func TestGroupSharesOneFetch(t *testing.T) {
 	})
 }
 
+// Callers of one context leave together when it ends, with its cause,
+// while the fetch goes on for callers of other contexts. They joined in
+// the order A, A, B, A, A, and one of a context that never ends: the first
+// A and B watch their contexts, and so does the third A, since B came
+// between; the second and the fourth A wait for a watcher in a set of
+// waiters each.
+func TestGroupCallersOfOneContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, wg := testGroup(t.Context())
+		release := make(chan struct{})
+		fetch := func(ctx context.Context) ([]byte, error) {
+			select {
+			case <-release:
+				return []byte("v"), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		a, cancelA := context.WithCancelCause(context.Background())
+		b, cancelB := context.WithCancel(context.Background())
+		defer cancelB()
+		type result struct {
+			ctx context.Context
+			v   []byte
+			err error
+		}
+		results := make(chan result, 6)
+		var callers sync.WaitGroup
+		for _, ctx := range []context.Context{a, a, b, a, a, context.Background()} {
+			callers.Go(func() {
+				v, err := g.do(ctx, "k", with(fetch))
+				results <- result{ctx, v, err}
+			})
+			synctest.Wait() // joined
+		}
+		g.mu.Lock()
+		f := g.flights["k"]
+		n, sets := f.callers, len(f.sets)
+		g.mu.Unlock()
+		if n != 6 || sets != 2 {
+			t.Fatalf("6 callers: %d counted, %d sets of waiters; want 6 and 2", n, sets)
+		}
+		why := errors.New("the client went away")
+		cancelA(why)
+		for range 4 {
+			if r := <-results; r.ctx != a || !errors.Is(r.err, why) {
+				t.Errorf("when A ended: %q, %v; want a caller of A, with its cause", r.v, r.err)
+			}
+		}
+		synctest.Wait()
+		if len(results) != 0 {
+			t.Fatalf("%d callers of other contexts returned before the fetch ended", len(results))
+		}
+		close(release)
+		for range 2 {
+			if r := <-results; r.err != nil || string(r.v) != "v" {
+				t.Errorf("a caller of another context: %q, %v; want the fetch's value", r.v, r.err)
+			}
+		}
+		callers.Wait()
+		wg.Wait()
+	})
+}
+
+// Callers that share a context get the fetch's result when it ends first,
+// and its end later changes nothing.
+func TestGroupSharedContextOutlivesFetch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, wg := testGroup(t.Context())
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		release := make(chan struct{})
+		var callers sync.WaitGroup
+		for range 3 {
+			callers.Go(func() {
+				v, err := g.do(ctx, "k", with(func(context.Context) ([]byte, error) {
+					<-release
+					return []byte("v"), nil
+				}))
+				if err != nil || string(v) != "v" {
+					t.Errorf("do = %q, %v; want the fetch's value", v, err)
+				}
+			})
+		}
+		synctest.Wait()
+		close(release)
+		callers.Wait()
+		cancel() // after the fetch: changes nothing
+		synctest.Wait()
+		wg.Wait()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if len(g.flights) != 0 {
+			t.Errorf("%d flights left after the fetch", len(g.flights))
+		}
+	})
+}
+
+// A caller whose context has ended already leaves at once with its cause,
+// and the fetch it started is cancelled.
+func TestGroupEndedContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, wg := testGroup(t.Context())
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		cancelled := make(chan struct{})
+		_, err := g.do(ctx, "k", with(func(ctx context.Context) ([]byte, error) {
+			<-ctx.Done()
+			close(cancelled)
+			return nil, ctx.Err()
+		}))
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("do with an ended context = %v, want context.Canceled", err)
+		}
+		<-cancelled
+		wg.Wait()
+	})
+}
+
 // A fetch whose callers all gave up is cancelled, and the next call starts
-// a new one.
+// a new one: callers of one context, which leave together.
 func TestGroupCancelsAbandonedFetch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g, wg := testGroup(t.Context())
@@ -76,9 +195,15 @@ func TestGroupCancelsAbandonedFetch(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if _, err := g.do(ctx, "k", with(fetch)); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("do = %v, want the deadline", err)
+		var callers sync.WaitGroup
+		for range 3 {
+			callers.Go(func() {
+				if _, err := g.do(ctx, "k", with(fetch)); !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("do = %v, want the deadline", err)
+				}
+			})
 		}
+		callers.Wait()
 		<-cancelled
 		v, err := g.do(context.Background(), "k", with(func(context.Context) ([]byte, error) { return []byte("new"), nil }))
 		if err != nil || string(v) != "new" {

@@ -2,6 +2,7 @@ package cachefill_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -186,5 +187,58 @@ func TestWaitsForManyKeys(t *testing.T) {
 		if k := g.entered.Load(); k != 1 {
 			t.Errorf("key %d loaded %d times, want once", i, k)
 		}
+	}
+}
+
+// In a stampede over 2 Caches, the Gets of one context that ends mid-load
+// return its cause at once, however many share it; the Gets of other
+// contexts keep waiting and get the value of the one load.
+func TestStampedeGetsOfAnEndedContextLeave(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	cs := []*cachefill.Cache{newCache(t, srv.Client()), newCache(t, srv.Client())}
+	key := testKey(t)
+	g := newGate("hot", nil)
+	ctx := timeout(t, 20*time.Second)
+	impatient, cancel := context.WithCancelCause(ctx)
+	why := errors.New("the client went away")
+	type result struct {
+		impatient bool
+		v         string
+		err       error
+	}
+	results := make(chan result, 40)
+	var wg sync.WaitGroup
+	for i := range 40 {
+		c, mine := cs[i%2], ctx
+		if i%4 < 2 {
+			mine = impatient
+		} else if i%4 == 3 {
+			var stop context.CancelFunc
+			mine, stop = context.WithCancel(ctx) // a context of its own
+			defer stop()
+		}
+		wg.Go(func() {
+			v, err := c.Get(mine, key, time.Minute, g.load)
+			results <- result{mine == impatient, string(v), err}
+		})
+	}
+	eventually(t, 10*time.Second, "the load running", func() bool { return g.entered.Load() == 1 })
+	cancel(why)
+	for range 20 {
+		if r := <-results; !r.impatient || !errors.Is(r.err, why) {
+			t.Errorf("when the shared context ended: %+v; want a Get of it, with its cause", r)
+		}
+	}
+	close(g.open)
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r.impatient || r.err != nil || r.v != "hot" {
+			t.Errorf("a Get of another context: %+v, want the value", r)
+		}
+	}
+	if n := g.entered.Load(); n != 1 {
+		t.Errorf("load ran %d times, want once", n)
 	}
 }
