@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/trace"
 	"sync"
 	"time"
 
@@ -19,9 +20,12 @@ import (
 // spread over Processes simulated processes, each with its own go-redis
 // client and its own cache, Get a cold key at once; loading it takes Load.
 // Each of Rounds rounds uses a key of its own, after one warm-up round.
+// With OwnContexts, each Get has a context of its own, as each request of
+// a server has; otherwise they all share the run's.
 type StampedeConfig struct {
 	Goroutines, Processes, Rounds int
 	Load                          time.Duration
+	OwnContexts                   bool
 }
 
 // StampedeResult is one approach's row, over every round.
@@ -84,6 +88,7 @@ func StampedeRows() []StampedeRow {
 		{"singleflight", "`golang.org/x/sync/singleflight` per process around `GET`, then load and `SET`: one load per process", newSingleflightCache},
 		{"lock-poll-100ms", "singleflight per process; one script reads the value or takes a `SET NX PX` lock; the process that took it loads and stores, the others run the script again every 100 ms (rockscache's default `LockSleep`)", newPollingCache},
 		{"cachefill", "`cachefill.Get` at its defaults", newCachefillCache},
+		{"floor-redis", "the least a design across processes can do through Redis, without cachefill's safeguards: singleflight per process; one script reads the value or claims the load (`GET`, and on a miss `XREVRANGE` and `SET NX`); the claimer loads and stores in one script (`SET`, `XADD` with the value); the others block in one `XREAD` until that message. No lock, no renewal, no timeouts, no context of their own", newRedisFloorCache},
 		{"floor", "no Redis: the processes share one in-memory `singleflight.Group`, so one load runs and every Get is woken when it ends: what one load and waking a thousand goroutines at once cost on this machine, the least any approach can take", newFloorCache(new(singleflight.Group))},
 	}
 }
@@ -211,6 +216,7 @@ func stampede(ctx context.Context, caches []stampedeCache, key string, cfg Stamp
 		select {
 		case <-t.C:
 			ended := time.Since(begin)
+			trace.Log(ctx, "stampede", "load end")
 			mu.Lock()
 			span.end = max(span.end, ended)
 			mu.Unlock()
@@ -227,6 +233,12 @@ func stampede(ctx context.Context, caches []stampedeCache, key string, cfg Stamp
 	for i := range cfg.Goroutines {
 		ready.Add(1)
 		wg.Go(func() {
+			ctx := ctx // made before the start, so that its cost is not the Get's
+			if cfg.OwnContexts {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+			}
 			ready.Done()
 			<-start
 			called := time.Now()
@@ -243,6 +255,7 @@ func stampede(ctx context.Context, caches []stampedeCache, key string, cfg Stamp
 		})
 	}
 	ready.Wait()
+	trace.Log(ctx, "stampede", "start "+key)
 	begin = time.Now()
 	close(start)
 	wg.Wait()
@@ -254,13 +267,13 @@ func stampede(ctx context.Context, caches []stampedeCache, key string, cfg Stamp
 // WriteStampedeTable writes the results as a markdown table.
 func WriteStampedeTable(w io.Writer, cfg StampedeConfig, results []StampedeResult) {
 	fmt.Fprintf(w, "%d goroutines over %d processes (each a go-redis client and a cache of its own) Get one cold key "+
-		"at once; the load takes %v. %d rounds of a new key each, after a warm-up round. Times run from the start "+
+		"at once; the load takes %v; %s. %d rounds of a new key each, after a warm-up round. Times run from the start "+
 		"of the round to each Get's return, then from each Get's call to its return (its latency); the median round's "+
 		"first load starts after the start of the round, and its p99 Get returns after the end of its last load. Allocations "+
 		"and garbage collections are the whole process's. Commands are "+
 		"Redis's, inside scripts included: per Get, per process and round, and per waiting process (a round's less "+
 		"a round of one process alone, over the %d others).\n\n",
-		cfg.Goroutines, cfg.Processes, cfg.Load, cfg.Rounds, cfg.Processes-1)
+		cfg.Goroutines, cfg.Processes, cfg.Load, contexts(cfg), cfg.Rounds, cfg.Processes-1)
 	fmt.Fprintf(w, "| row | loads per stampede | p50 | p99 | max | median round's p99 | Get p50 | Get p99 | median round's Get p99 | load starts | p99 after load | KB allocated per stampede | GCs per 10 stampedes | requests per Get | Redis commands per Get | per process | per waiting process |\n")
 	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range results {
@@ -273,6 +286,14 @@ func WriteStampedeTable(w io.Writer, cfg StampedeConfig, results []StampedeResul
 	for _, row := range StampedeRows() {
 		fmt.Fprintf(w, "- %s: %s\n", row.Name, row.Note)
 	}
+}
+
+// contexts says what contexts the Gets of cfg have.
+func contexts(cfg StampedeConfig) string {
+	if cfg.OwnContexts {
+		return "each Get has a context of its own"
+	}
+	return "the Gets share one context"
 }
 
 // singleflightCache dedupes within its process only.
@@ -369,6 +390,71 @@ func (c cachefillCache) get(ctx context.Context, key string, load func(context.C
 }
 
 func (c cachefillCache) close() { _ = c.cache.Close() }
+
+// redisFloorCache runs the least protocol any cache that fills a key once
+// across processes through Redis needs: one round trip before the load
+// (read or claim), one after it (store, which hands the value to the
+// waiting processes), and a blocked read for each waiting process. It has
+// none of cachefill's safeguards (a loader that dies leaves its waiters
+// blocked), and is a measure, not a cache to use.
+type redisFloorCache struct{ singleflightCache }
+
+func newRedisFloorCache(rdb *redis.Client) stampedeCache {
+	return &redisFloorCache{singleflightCache{rdb: rdb}}
+}
+
+// redisFloorRead returns {1, value} for a value, {0, last, claimed}
+// otherwise: claimed is 1 for the first caller to miss; last is the ID of
+// the stream's last message, after which the fill's message comes.
+var redisFloorRead = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v then return {1, v} end
+local last = '0-0'
+local m = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+if m[1] then last = m[1][1] end
+if redis.call('SET', KEYS[3], '1', 'NX', 'PX', 30000) then return {0, last, 1} end
+return {0, last, 0}`)
+
+// redisFloorStore stores the value and adds it to the stream.
+var redisFloorStore = redis.NewScript(`
+redis.call('SET', KEYS[1], ARGV[1], 'PX', 60000)
+redis.call('XADD', KEYS[2], 'MAXLEN', 1, '*', 'v', ARGV[1])
+redis.call('PEXPIRE', KEYS[2], 30000)
+return 1`)
+
+func (c *redisFloorCache) get(ctx context.Context, key string, load func(context.Context) ([]byte, error)) ([]byte, error) {
+	v, err, _ := c.group.Do(key, func() (any, error) {
+		keys := []string{"{" + key + "}", "{" + key + "}:filled", "{" + key + "}:claim"}
+		r, err := redisFloorRead.Run(ctx, c.rdb, keys).Slice()
+		if err != nil {
+			return nil, err
+		}
+		code, _ := r[0].(int64)
+		value, _ := r[1].(string)
+		switch {
+		case code == 1:
+			return []byte(value), nil
+		case len(r) == 3 && r[2] == int64(1):
+			v, err := load(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return v, redisFloorStore.Run(ctx, c.rdb, keys[:2], v).Err()
+		}
+		// A bounded wait: the loader's message comes within the load time.
+		s, err := c.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{keys[1], value}, Count: 1, Block: 10 * time.Second}).Result()
+		if err != nil {
+			return nil, err
+		}
+		if len(s) != 1 || len(s[0].Messages) != 1 {
+			return nil, fmt.Errorf("unexpected reply %v", s)
+		}
+		value, _ = s[0].Messages[0].Values["v"].(string)
+		return []byte(value), nil
+	})
+	b, _ := v.([]byte)
+	return b, err
+}
 
 // floorCache is one singleflight.Group shared by every process, with no
 // Redis: the floor of one load whose end wakes every Get at once.

@@ -38,3 +38,20 @@ func TestStampedeRows(t *testing.T) {
 		}
 	}
 }
+
+// With a context of its own for each Get, cachefill still loads once and
+// every Get gets the value.
+func TestStampedeOwnContexts(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	cfg := bench.StampedeConfig{Goroutines: 60, Processes: 3, Rounds: 2, Load: 20 * time.Millisecond, OwnContexts: true}
+	for _, row := range bench.StampedeRows() {
+		if row.Name != "cachefill" {
+			continue
+		}
+		r, err := bench.RunStampede(context.Background(), srv.Addr(), row, cfg)
+		if err != nil || r.Errors != 0 || r.Loads != 1 || r.Gets != cfg.Goroutines*cfg.Rounds {
+			t.Fatalf("%s: %+v, %v; want one load per stampede and no error", row.Name, r, err)
+		}
+	}
+}

@@ -4,7 +4,7 @@
 // it starts on loopback (through redistest), and prints a markdown table
 // for docs/benchmarks.md.
 //
-//	go run ./cmd/stampede [-rounds 5] [-rows singleflight,cachefill] [-json]
+//	go run ./cmd/stampede [-rounds 5] [-rows singleflight,cachefill] [-json] [-own-contexts] [-trace file] [-memprofile file]
 package main
 
 import (
@@ -16,6 +16,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"syscall"
@@ -45,8 +48,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Processes, "processes", 8, "simulated processes, each with a go-redis client and a cache")
 	fs.IntVar(&cfg.Rounds, "rounds", 5, "stampedes per row, a new cold key each")
 	fs.DurationVar(&cfg.Load, "load", 100*time.Millisecond, "how long loading the key takes")
+	fs.BoolVar(&cfg.OwnContexts, "own-contexts", false, "give each Get a context of its own, as each request of a server has, instead of one shared by all")
 	rows := fs.String("rows", "", "comma-separated rows to run (default all)")
 	asJSON := fs.Bool("json", false, "print a JSON line per row instead of a table")
+	memProfile := fs.String("memprofile", "", "write an allocation profile of the run to this file (go tool pprof -sample_index=alloc_space)")
+	traceFile := fs.String("trace", "", "write a runtime trace of the run to this file (go tool trace), with a log event at the start of each round and at the end of its load")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +63,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *rows != "" {
 		names := strings.Split(*rows, ",")
 		selected = slices.DeleteFunc(selected, func(r bench.StampedeRow) bool { return !slices.Contains(names, r.Name) })
+	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 4096
+		defer func() {
+			if err := writeMemProfile(*memProfile); err != nil {
+				fmt.Fprintln(stderr, "stampede:", err)
+			}
+		}()
+	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	srv, stopServer, err := redistest.Start()
 	if err != nil {
@@ -83,4 +108,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	bench.WriteStampedeTable(stdout, cfg, results)
 	return nil
+}
+
+// writeMemProfile writes the allocations of the run so far to file.
+func writeMemProfile(file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
