@@ -4,7 +4,7 @@
 // it starts on loopback (through redistest), and prints a markdown table
 // for docs/benchmarks.md.
 //
-//	go run ./cmd/stampede [-rounds 5] [-rows singleflight,cachefill] [-json] [-own-contexts] [-trace file] [-memprofile file]
+//	go run ./cmd/stampede [-rounds 5] [-rows singleflight,cachefill] [-json] [-own-contexts] [-trace file] [-cpuprofile file] [-memprofile file]
 package main
 
 import (
@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.OwnContexts, "own-contexts", false, "give each Get a context of its own, as each request of a server has, instead of one shared by all")
 	rows := fs.String("rows", "", "comma-separated rows to run (default all)")
 	asJSON := fs.Bool("json", false, "print a JSON line per row instead of a table")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	memProfile := fs.String("memprofile", "", "write an allocation profile of the run to this file (go tool pprof -sample_index=alloc_space)")
 	traceFile := fs.String("trace", "", "write a runtime trace of the run to this file (go tool trace), with a log event at the start of each round and at the end of its load")
 	if err := fs.Parse(args); err != nil {
@@ -63,6 +64,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *rows != "" {
 		names := strings.Split(*rows, ",")
 		selected = slices.DeleteFunc(selected, func(r bench.StampedeRow) bool { return !slices.Contains(names, r.Name) })
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if *memProfile != "" {
 		runtime.MemProfileRate = 4096
