@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/metrics"
 	"runtime/trace"
 	"sync"
 	"time"
@@ -21,11 +22,13 @@ import (
 // client and its own cache, Get a cold key at once; loading it takes Load.
 // Each of Rounds rounds uses a key of its own, after one warm-up round.
 // With OwnContexts, each Get has a context of its own, as each request of
-// a server has; otherwise they all share the run's.
+// a server has; otherwise they all share the run's. PerRound, if not nil,
+// gets a line for each round (see measureStampedes).
 type StampedeConfig struct {
 	Goroutines, Processes, Rounds int
 	Load                          time.Duration
 	OwnContexts                   bool
+	PerRound                      io.Writer
 }
 
 // StampedeResult is one approach's row, over every round.
@@ -159,7 +162,10 @@ type stampedes struct {
 }
 
 // measureStampedes runs cfg.Rounds stampedes of keys named prefix and the
-// round over caches.
+// round over caches. For each it writes to cfg.PerRound, if set, when its
+// load started, when its p99 Get returned after the load, and how many
+// garbage collections ran from just before its goroutines were made to
+// its end.
 func measureStampedes(ctx context.Context, admin *redis.Client, caches []stampedeCache, writes []*WriteCounter, prefix string, cfg StampedeConfig) (stampedes, error) {
 	var s stampedes
 	sent := func() (n int64) {
@@ -174,9 +180,14 @@ func measureStampedes(ctx context.Context, admin *redis.Client, caches []stamped
 	runtime.ReadMemStats(&mem)
 	allocBefore, gcBefore := mem.TotalAlloc, mem.NumGC
 	for round := range cfg.Rounds {
+		gcs := gcCount()
 		d, call, n, span, err := stampede(ctx, caches, fmt.Sprintf("%s%d", prefix, round), cfg)
 		if err != nil {
 			s.errors++
+		}
+		if cfg.PerRound != nil {
+			fmt.Fprintf(cfg.PerRound, "%s%d: load starts %.2f ms, p99 after load %.2f ms, garbage collections %d\n",
+				prefix, round, ms(span.start), ms(Percentile(d, 99)-span.end), gcCount()-gcs)
 		}
 		s.loadStart = append(s.loadStart, span.start)
 		s.afterLoadP99 = append(s.afterLoadP99, Percentile(d, 99)-span.end)
@@ -192,6 +203,14 @@ func measureStampedes(ctx context.Context, admin *redis.Client, caches []stamped
 	after, afterErr := readServerStats(ctx, admin)
 	s.commands = after.commands - before.commands - 1 // the INFO of before
 	return s, errors.Join(beforeErr, afterErr)
+}
+
+// gcCount returns how many garbage collections ran so far, without
+// stopping the world as runtime.ReadMemStats does.
+func gcCount() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
 }
 
 // loadSpan is when a round's loads ran, from the start of the round: the

@@ -30,10 +30,10 @@ type group struct {
 // waits in a plain receive, on the channel of a set of waiters, which the
 // caller that watches takes out of the flight with it when that Done
 // closes. Waking a thousand goroutines blocked in a select on two channels
-// they share makes each take both channels' locks one after the other:
-// that held up a typical stampede of bench/cmd/stampede by 0.7 ms
-// (docs/benchmarks.md, "Waiting without a select"). Callers of contexts of
-// their own, as a server's requests are, each watch their own, and
+// they share makes each take both channels' locks one after the other: a
+// typical stampede of bench/cmd/stampede got 0.1 to 0.7 ms faster without
+// it (docs/benchmarks.md, "Waiting without a select"). Callers of contexts
+// of their own, as a server's requests are, each watch their own, and
 // allocate nothing.
 type flight struct {
 	ctx     context.Context // of the fetch: ends when its callers all left, or the Cache closes

@@ -4,7 +4,7 @@
 // it starts on loopback (through redistest), and prints a markdown table
 // for docs/benchmarks.md.
 //
-//	go run ./cmd/stampede [-rounds 5] [-rows singleflight,cachefill] [-json] [-own-contexts] [-trace file] [-cpuprofile file] [-memprofile file]
+//	go run ./cmd/stampede [-rounds 5] [-rows singleflight,cachefill] [-json] [-own-contexts] [-per-round] [-trace file] [-cpuprofile file] [-memprofile file]
 package main
 
 import (
@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Rounds, "rounds", 5, "stampedes per row, a new cold key each")
 	fs.DurationVar(&cfg.Load, "load", 100*time.Millisecond, "how long loading the key takes")
 	fs.BoolVar(&cfg.OwnContexts, "own-contexts", false, "give each Get a context of its own, as each request of a server has, instead of one shared by all")
+	perRound := fs.Bool("per-round", false, "print each round's load start, p99 after the load, and garbage collections to stderr")
 	rows := fs.String("rows", "", "comma-separated rows to run (default all)")
 	asJSON := fs.Bool("json", false, "print a JSON line per row instead of a table")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
@@ -75,6 +76,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *perRound {
+		cfg.PerRound = stderr
 	}
 	if *memProfile != "" {
 		runtime.MemProfileRate = 4096
