@@ -116,7 +116,10 @@ func (g *gate) stubborn(context.Context) ([]byte, error) {
 }
 
 // roundTrips counts the requests a client sends: each command, or each
-// pipeline, is one write on its connection.
+// pipeline, is one write on its connection. The handshake of a new
+// connection (HELLO, then CLIENT commands, which cachefill never sends) is
+// not counted: go-redis may dial a connection beside an idle one that it
+// has not taken back into its pool yet.
 type roundTrips struct{ n atomic.Int64 }
 
 func (r *roundTrips) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -136,8 +139,22 @@ type countingConn struct {
 }
 
 func (c *countingConn) Write(b []byte) (int, error) {
-	c.writes.Add(1)
+	if !handshake(b) {
+		c.writes.Add(1)
+	}
 	return c.TCPConn.Write(b)
+}
+
+// handshake reports whether the request b starts with a command of a new
+// connection's handshake: HELLO or CLIENT.
+func handshake(b []byte) bool {
+	// A RESP array of bulk strings: *<n>\r\n$<len>\r\n<name>\r\n...
+	parts := bytes.SplitN(b, []byte("\r\n"), 4)
+	if len(parts) < 3 {
+		return false
+	}
+	name := strings.ToLower(string(parts[2]))
+	return name == "hello" || name == "client"
 }
 
 // logBuffer is a slog handler's output, safe for concurrent use.
