@@ -448,6 +448,9 @@ func (c *redisFloorCache) get(ctx context.Context, key string, load func(context
 		if err != nil {
 			return nil, err
 		}
+		if len(r) < 2 {
+			return nil, fmt.Errorf("unexpected reply %v", r)
+		}
 		code, _ := r[0].(int64)
 		value, _ := r[1].(string)
 		switch {
