@@ -21,8 +21,7 @@ import (
 func BenchmarkRoundTripAfterIdle(b *testing.B) {
 	srv := redistest.NewServer(b)
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	defer rdb.Close()
+	rdb := srv.Client()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		b.Fatal(err)
 	}
