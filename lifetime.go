@@ -7,15 +7,15 @@ import (
 )
 
 // Done returns a channel that is closed when the lock ends: when Release
-// released it, or when it is lost. Err then tells which.
+// or ReleaseAfter released it, or when it is lost. Err then tells which.
 //
 // A lock is lost when a Refresh, TTL or Release finds it gone or taken, when
 // an automatic refresh (WithAutoRenew) does, or when the lock's validity
 // (Until) runs out before a refresh got through. Without auto-renew, Done
 // closes at Until unless Refresh moved it; a record (AsRecord) then ends as
-// released, not lost. Done closes no later than shortly
-// after Until, which is ahead of the key's expiry in Redis by the drift
-// margin (see DriftFactor).
+// released, not lost. Done closes no later than shortly after Until, which
+// is ahead of the key's expiry in Redis by the drift margin (see
+// DriftFactor).
 //
 // The first call of Done sets up the channel; a Lock on which Done is never
 // called costs nothing for it.

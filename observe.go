@@ -204,7 +204,7 @@ type Event struct {
 	// Context is the context of the call the Event belongs to (see
 	// CallObserver): the caller's, or what StartCall made of it. It is nil
 	// for events that no caller waits for: automatic refreshes, lost
-	// locks, node errors.
+	// locks, the end of a record that ran out, node errors.
 	Context context.Context
 	// Node names the Redis deployment (an address, or "cluster" and its
 	// addresses) for a node error, and for the events of a call on a

@@ -3,8 +3,11 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
 )
@@ -186,4 +189,59 @@ func TestRecordBadOptions(t *testing.T) {
 func acquireErr(ctx context.Context, s *dlock.Semaphore, opts ...dlock.ObtainOption) error {
 	_, err := s.TryAcquire(ctx, time.Minute, opts...)
 	return err
+}
+
+// A record runs out as released while Redis does not answer: its end needs
+// no round trip, and is no loss. (The client has go-redis's default
+// options.)
+func TestObserveRecordRedisPaused(t *testing.T) {
+	t.Parallel()
+	e, rec := setupObserved(t)
+	key := testKey(t)
+	record, err := e.locker.TryObtain(context.Background(), key, 200*time.Millisecond, dlock.AsRecord())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv.Pause()
+	<-record.Done()
+	end := rec.await(t, key, dlock.EventRelease)
+	e.srv.Resume()
+	if err := record.Err(); !errors.Is(err, dlock.ErrReleased) {
+		t.Errorf("Err of a record run out while Redis was paused = %v, want ErrReleased", err)
+	}
+	if !end.Ended || !end.Record {
+		t.Errorf("end of the record: %+v", end)
+	}
+	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventRelease)
+}
+
+// Leave a note that the nightly export ran, kept for a day: a record, which
+// metrics count apart from locks, and which ends as released when its ttl
+// runs out.
+func ExampleAsRecord() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+	ctx := context.Background()
+
+	const note = "example:export:2026-11-26"
+	if _, err := locker.TryObtain(ctx, note, 24*time.Hour, dlock.AsRecord(), dlock.WithValue("rows=1204")); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// A second host finds the note, and does not export again.
+	_, err := locker.TryObtain(ctx, note, 24*time.Hour, dlock.AsRecord())
+	fmt.Println("exported already:", errors.Is(err, dlock.ErrNotObtained))
+	info, err := locker.Inspect(ctx, note)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("note:", info.Value())
+
+	_, _ = locker.ForceRelease(ctx, note) // the example cleans up after itself
+	// Output:
+	// exported already: true
+	// note: rows=1204
 }
