@@ -73,7 +73,7 @@ func TestRecordsAndKeptLocks(t *testing.T) {
 	seat := election.New(locker, "leader", election.WithTTL(keep))
 	watch, stop := context.WithCancel(ctx)
 	leaders := seat.Observe(watch)
-	<-leaders // the empty seat: the observer holds the vacancy note
+	next(t, leaders) // the empty seat; the observer takes the vacancy note
 	lead, err := seat.Campaign(ctx, "host-a")
 	if err != nil {
 		t.Fatal(err)
@@ -132,4 +132,16 @@ func TestRecordSpan(t *testing.T) {
 			t.Errorf("a lock's obtain span has dlock.record %v", v.Emit())
 		}
 	}
+}
+
+// next returns the next leader that leaders tells, within 10 seconds.
+func next(t *testing.T, leaders <-chan election.Leader) election.Leader {
+	t.Helper()
+	select {
+	case l := <-leaders:
+		return l
+	case <-time.After(10 * time.Second):
+		t.Fatal("no word from Observe within 10s")
+	}
+	return election.Leader{}
 }

@@ -189,20 +189,20 @@ func quietWork(t *testing.T, locker *dlock.Client) {
 	seat := election.New(locker, "leader", election.WithTTL(keep))
 	watch, stop := context.WithCancel(ctx)
 	leaders := seat.Observe(watch)
-	if l := <-leaders; l.Term != 0 {
+	if l := next(t, leaders); l.Term != 0 {
 		t.Fatalf("leader %+v before any campaign", l)
 	}
 	lead, err := seat.Campaign(ctx, "host-a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := <-leaders; l.Term != lead.Term() {
+	if l := next(t, leaders); l.Term != lead.Term() {
 		t.Fatalf("observed %+v, want term %d", l, lead.Term())
 	}
 	if err := lead.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if l := <-leaders; l.Term != 0 {
+	if l := next(t, leaders); l.Term != 0 {
 		t.Fatalf("observed %+v after the resignation, want the empty seat", l)
 	}
 	stop()
@@ -286,4 +286,16 @@ func TestAlertRules(t *testing.T) {
 		input, _ := os.ReadFile(file)
 		return "the test:\n" + string(input)
 	}, "test", "rules", file)
+}
+
+// next returns the next leader that leaders tells, within 10 seconds.
+func next(t *testing.T, leaders <-chan election.Leader) election.Leader {
+	t.Helper()
+	select {
+	case l := <-leaders:
+		return l
+	case <-time.After(10 * time.Second):
+		t.Fatal("no word from Observe within 10s")
+	}
+	return election.Leader{}
 }
