@@ -258,7 +258,7 @@ func (c *Client) try(ctx context.Context, a attempt, cfg obtainConfig) (lock *Lo
 func (c *Client) hold(a attempt, r reply, sent time.Time, cfg obtainConfig) (*Lock, error) {
 	lock := c.newLock(a, r.value, sent)
 	lock.raise = r.raise
-	lock.renewed = cfg.autoRenew
+	lock.renewed, lock.record = cfg.autoRenew, cfg.record
 	lock.stragglers = r.stragglers
 	if c.obs != nil {
 		c.observeHold(lock)

@@ -45,6 +45,9 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 // holdWhile obtains a Lock with obtain and runs fn while it holds it, as
 // Do says, for every kind of hold.
 func (c *Client) holdWhile(ctx context.Context, cfg obtainConfig, fn func(ctx context.Context) error, obtain func() (*Lock, error)) (err error) {
+	if cfg.record {
+		return errRecordInDo
+	}
 	lock, err := obtain()
 	if err != nil {
 		return err

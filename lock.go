@@ -39,6 +39,7 @@ type Lock struct {
 	cancel  context.CancelCauseFunc // of life
 	expiry  *time.Timer             // without auto-renew: ends the lock at Until, once life exists
 	renewed bool                    // WithAutoRenew: the Client's renewer refreshes it
+	record  bool                    // AsRecord: ends as released at Until (set before the Lock is shared)
 	raise   *fenceRaise             // Redlock: hands out the fence, on a quorum, at the first Fence
 	// Redlock: the acquire's nodes that had not answered; calls to them
 	// wait for them (set before the Lock is shared, then only read)
