@@ -34,7 +34,9 @@
 //   - Failures are not stored: an error from fn that is not Final, a 5xx,
 //     408 or 429 response, a handler's panic, a handler that wrote nothing
 //     once its context ended, a result too large to store. The key is free
-//     again at once, and the next call runs fn.
+//     again at once, and the next call runs fn. A handler that wrote nothing
+//     once its context ended gets the Middleware's 503 "interrupted" in its
+//     place, never net/http's empty 200.
 //   - Redis failing before fn ran is an error wrapping ErrUnavailable (503),
 //     and fn does not run, unless the Middleware has WithFailOpen. Every call
 //     ends when its context does, even if Redis hangs.
@@ -80,6 +82,8 @@
 //	key-reused       422  the key was used with another payload
 //	in-progress      409  a request with the key is being processed (Retry-After: 1)
 //	unavailable      503  Redis failed or did not answer in time (Retry-After: 1)
+//	interrupted      503  the handler stopped without a response, its context
+//	                      ended: the key's lock was lost (Retry-After: 1)
 //	internal         500  a misconfigured Middleware, or an unreadable stored response
 //
 // # Keys in Redis

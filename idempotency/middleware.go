@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/dlock-go/dlock"
 )
 
 // ReplayHeader marks a response that the Middleware replayed from the store,
@@ -32,8 +34,11 @@ const ReplayHeader = "Idempotent-Replayed"
 //     WithBareKeys), empty, longer than MaxKeyLength, or sent twice.
 //   - A server error (5xx), 408, 429, a response larger than
 //     WithMaxResult, a panic of next, or no response at all from a next
-//     whose context ended (the client went away) is not stored, and the
-//     key is free again, so the client can retry.
+//     whose context ended is not stored, and the key is free again, so the
+//     client can retry. For no response, the client gets 503 with
+//     Retry-After (the problem "interrupted"), not net/http's empty 200:
+//     next gave up because the key's lock was lost, or the client went
+//     away.
 //   - When Redis fails before next would run, the request gets 503 and next
 //     does not run, unless WithFailOpen.
 //
@@ -95,7 +100,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.next.ServeHTTP(rec, r.WithContext(ctx))
 		return rec.result(ctx)
 	})
-	m.answer(w, r, o)
+	m.answer(w, r, rec, o)
 }
 
 // scopedKey returns the Store's key of a request's key in a scope; the
@@ -125,12 +130,20 @@ func (m *middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 }
 
 // answer finishes a request after the call: the handler's response is
-// already written if it ran.
-func (m *middleware) answer(w http.ResponseWriter, r *http.Request, o outcome) {
+// already written if it ran and wrote one.
+func (m *middleware) answer(w http.ResponseWriter, r *http.Request, rec *recorder, o outcome) {
 	log := m.s.cfg.logger
 	switch {
 	case o.replayed:
 		m.replay(w, o.result)
+	case o.ran && errors.Is(o.err, errAbandoned):
+		// The handler gave up without a response: net/http would send 200.
+		if errors.Is(o.err, dlock.ErrLockLost) {
+			log.Warn("idempotency: the key's lock was lost and the handler stopped without a response; the client gets 503",
+				"method", r.Method, "path", r.URL.Path, "error", o.err)
+		}
+		rec.discardHeader()
+		m.problem(w, problemInterrupted, "The request was interrupted before it produced a response, and no response is kept for its "+KeyHeader+"; retry later with the same key.")
 	case o.ran:
 		switch {
 		case errors.Is(o.err, ErrTooLarge):
