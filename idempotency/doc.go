@@ -59,10 +59,13 @@
 // call runs fn again, since nothing was stored. Whether the dead call's fn
 // acted is not known to the Store.
 //
-// If fn finished but its outcome could not be stored (Redis failed or
-// restarted in between, or the lock was lost), the caller gets the outcome
-// with an error wrapping ErrNotStored, and the next call runs fn again. The
-// Middleware has already sent the response then; it logs the failure.
+// If fn finished but its outcome was not stored (the lock was lost, or
+// Redis restarted in between), the caller gets the outcome with an error
+// wrapping ErrNotStored, and the next call runs fn again. If Redis failed
+// or did not answer while the outcome was being stored, whether it was is
+// not known: the error wraps ErrMaybeStored, and the next call gets the
+// stored outcome or runs fn again. The Middleware has already sent the
+// response then; it logs which of the two happened.
 //
 // Stored outcomes live in Redis and share its durability: a restart without
 // persistence, a failover to a replica that missed the write, or an
@@ -95,4 +98,16 @@
 // Cluster slot). The digest in braces is a hash tag, so both keys live in
 // one Cluster slot. The Middleware's keys are the client's key within the
 // request's scope (WithScope).
+//
+// The package writes to Redis only through the key's dlock lock: its
+// acquire, and the release that stores the outcome. Each is safe when
+// go-redis sends it again after a ReadTimeout (its default MaxRetries is
+// 3), as dlock's are.
+//
+// # Tests
+//
+// The package's tests need redis-server (see package redistest). Its slow
+// fault tests, which pause Redis for seconds while calls are in flight so
+// that go-redis sends them again, run only with DLOCK_SLOW_FAULTS=1 in the
+// environment; one of them runs always.
 package idempotency

@@ -152,6 +152,9 @@ func (m *middleware) answer(w http.ResponseWriter, r *http.Request, rec *recorde
 		case errors.Is(o.err, ErrNotStored):
 			log.Warn("idempotency: a response could not be stored; a retry runs the handler again",
 				"method", r.Method, "path", r.URL.Path, "error", o.err)
+		case errors.Is(o.err, ErrMaybeStored):
+			log.Warn("idempotency: whether a response was stored is unknown, as Redis did not answer; a retry gets it, or runs the handler again",
+				"method", r.Method, "path", r.URL.Path, "error", o.err)
 		}
 	case errors.Is(o.err, ErrInProgress):
 		m.problem(w, problemInProgress, "A request with the same "+KeyHeader+" is being processed; retry later.")
