@@ -23,9 +23,11 @@ const ReplayHeader = "Idempotent-Replayed"
 //
 //   - The first request with a key runs next, whose response goes to the
 //     client as next writes it, and is stored: its status, its headers
-//     (not the hop-by-hop ones) and its body.
+//     (not the hop-by-hop ones), its body and its trailer fields (declared
+//     in its Trailer header, or set with http.TrailerPrefix).
 //   - A request with the key of a finished one gets the stored response,
-//     with the header Idempotent-Replayed: true. One sent while the first
+//     with the header Idempotent-Replayed: true, and the trailer fields
+//     that net/http sent after the body. One sent while the first
 //     one runs gets 409 Conflict, or waits and gets the stored response
 //     with WithWaitForInProgress. One with the same key and another
 //     payload (see WithFingerprint) gets 422 Unprocessable Content.
@@ -187,6 +189,20 @@ func (m *middleware) replay(w http.ResponseWriter, stored []byte) {
 	h.Set(ReplayHeader, "true")
 	w.WriteHeader(resp.status)
 	_, _ = w.Write(resp.body)
+	if resp.trailer == nil {
+		return
+	}
+	// The trailer fields as they were sent, all through TrailerPrefix: a
+	// declared field's value in the header, sent already, must not be
+	// sent again as a trailer. The flush keeps net/http from sending the
+	// body with a Content-Length, which leaves no room for trailers.
+	_ = http.NewResponseController(w).Flush()
+	for _, name := range declared(resp.header) {
+		delete(h, name)
+	}
+	for name, values := range resp.trailer {
+		h[http.TrailerPrefix+name] = values
+	}
 }
 
 func (m *middleware) problem(w http.ResponseWriter, kind problemKind, detail string) {

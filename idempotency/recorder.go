@@ -107,5 +107,5 @@ func (r *recorder) result(ctx context.Context) ([]byte, error) {
 	case r.overflow:
 		return nil, fmt.Errorf("%w: %w: the body is larger than %d bytes", errPassedThrough, ErrTooLarge, r.limit)
 	}
-	return encodeResponse(status, storedHeader(header), r.body), nil
+	return encodeResponse(status, storedHeader(header), trailers(header, r.w.Header()), r.body), nil
 }
