@@ -45,6 +45,9 @@ import (
 // and the lock released even if ctx has ended, each waiting at most
 // WithLockTTL for Redis.
 func (s *Store) Do(ctx context.Context, key string, fingerprint []byte, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
+	if err := s.usable(); err != nil {
+		return nil, false, err
+	}
 	c := call{s: s, key: key, digest: sha256.Sum256(fingerprint), wait: s.cfg.wait}
 	o := c.do(ctx, fn)
 	return o.result, o.replayed, o.err

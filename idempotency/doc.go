@@ -9,7 +9,10 @@
 // net/http handlers with the Idempotency-Key header of the IETF draft
 // draft-ietf-httpapi-idempotency-key-header:
 //
-//	store := idempotency.New(rdb)
+//	store, err := idempotency.New(rdb)
+//	if err != nil {
+//		return err
+//	}
 //	defer store.Close()
 //	http.Handle("POST /payments", store.Middleware(payHandler))
 //

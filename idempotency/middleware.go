@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -52,11 +53,15 @@ func (s *Store) Middleware(next http.Handler, opts ...MiddlewareOption) http.Han
 	if cfg.err == nil && next == nil {
 		cfg.invalid("Middleware with a nil handler")
 	}
-	if cfg.err == nil {
-		cfg.err = s.cfg.err
+	if cfg.err == nil && (s == nil || s.locker == nil) {
+		cfg.err = errNotNew
 	}
 	if cfg.err != nil {
-		s.cfg.logger.Error("idempotency: the middleware answers every guarded request with 500", "error", cfg.err)
+		logger := slog.New(slog.DiscardHandler)
+		if s != nil && s.cfg.logger != nil {
+			logger = s.cfg.logger
+		}
+		logger.Error("idempotency: the middleware answers every guarded request with 500", "error", cfg.err)
 	}
 	return &middleware{s: s, next: next, cfg: cfg}
 }

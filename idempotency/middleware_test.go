@@ -445,8 +445,8 @@ func TestMiddlewareInvalid(t *testing.T) {
 		"max body 0":         store.Middleware(&payments{}, idempotency.WithMaxBody(0)),
 		"query ignored, own fingerprint": store.Middleware(&payments{}, idempotency.WithQueryIgnored(),
 			idempotency.WithFingerprint(func(*http.Request, []byte) []byte { return nil })),
-		"store with nil rdb":  idempotency.New(nil).Middleware(&payments{}),
-		"store bad retention": idempotency.New(sharedClient(t), idempotency.WithRetention(-1)).Middleware(&payments{}),
+		"nil store":  (*idempotency.Store)(nil).Middleware(&payments{}),
+		"zero store": new(idempotency.Store).Middleware(&payments{}),
 	}
 	for name, h := range handlers {
 		w := httptest.NewRecorder()
