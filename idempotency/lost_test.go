@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/dlock-go/dlock/idempotency"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -123,15 +125,27 @@ func TestMiddlewareLockDeletedMidRequest(t *testing.T) {
 }
 
 // Redis hangs past the lock's ttl while the handler runs, with go-redis's
-// default options: the lock is lost, the handler stops without a response,
-// and the client gets 503 while Redis still hangs. Once Redis is back, the
-// retry runs the handler.
+// default options and with MaxRetries -1: the lock is lost, the handler
+// stops without a response, and the client gets 503 while Redis still
+// hangs. Once Redis is back, the retry runs the handler.
 func TestMiddlewareRedisPausedPastLockTTL(t *testing.T) {
 	t.Parallel()
+	for name, opts := range map[string]func(*redis.Options){
+		"default options": func(*redis.Options) {},
+		"MaxRetries -1":   noRetries,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testRedisPausedPastLockTTL(t, opts)
+		})
+	}
+}
+
+func testRedisPausedPastLockTTL(t *testing.T, opts func(*redis.Options)) {
 	srv := redistest.NewServer(t)
 	q := newQuitter()
 	const lockTTL = 300 * time.Millisecond
-	store := newStore(t, srv.Client(), idempotency.WithLockTTL(lockTTL))
+	store := newStore(t, srv.Client(opts), idempotency.WithLockTTL(lockTTL))
 	web := serve(t, store.Middleware(q))
 	retries := serve(t, store.Middleware(q, idempotency.WithWaitForInProgress()))
 	ctx := timeout(t, 10*time.Second)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/dlock-go/dlock/idempotency"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -103,13 +105,26 @@ func TestMiddlewareStoreUnansweredResent(t *testing.T) {
 	}
 }
 
-// Do's form of TestMiddlewareStoreUnansweredResent: Do returns fn's result
-// and an error wrapping ErrMaybeStored, not ErrNotStored.
+// Do's form of TestMiddlewareStoreUnansweredResent, with go-redis's default
+// options and with MaxRetries -1: Do returns fn's result and an error
+// wrapping ErrMaybeStored, not ErrNotStored.
 func TestDoStoreUnansweredResent(t *testing.T) {
 	t.Parallel()
 	slowFault(t)
+	for name, opts := range map[string]func(*redis.Options){
+		"default options": func(*redis.Options) {},
+		"MaxRetries -1":   noRetries,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testDoStoreUnanswered(t, opts)
+		})
+	}
+}
+
+func testDoStoreUnanswered(t *testing.T, opts func(*redis.Options)) {
 	srv := redistest.NewServer(t)
-	store := newStore(t, srv.Client(), idempotency.WithLockTTL(3*time.Second))
+	store := newStore(t, srv.Client(opts), idempotency.WithLockTTL(3*time.Second))
 	ctx := timeout(t, 30*time.Second)
 	var resumed <-chan struct{}
 	result, _, err := store.Do(ctx, "k", nil, func(context.Context) ([]byte, error) {
