@@ -88,8 +88,8 @@
 //	key-reused       422  the key was used with another payload
 //	in-progress      409  a request with the key is being processed (Retry-After: 1)
 //	unavailable      503  Redis failed or did not answer in time (Retry-After: 1)
-//	interrupted      503  the handler stopped without a response, its context
-//	                      ended: the key's lock was lost (Retry-After: 1)
+//	interrupted      503  the handler stopped without a response once its context
+//	                      ended, as when the key's lock was lost (Retry-After: 1)
 //	internal         500  a misconfigured Middleware, or an unreadable stored response
 //
 // # Keys in Redis

@@ -35,7 +35,7 @@ var (
 	// result was being stored, and the command may still have run. Do
 	// still returns fn's result. The next call with the key gets the
 	// stored result, if it was stored, or runs fn again.
-	ErrMaybeStored = errors.New("idempotency: result stored or not, unknown")
+	ErrMaybeStored = errors.New("idempotency: whether the result was stored is unknown")
 
 	// ErrInvalidKey means an empty key.
 	ErrInvalidKey = errors.New("idempotency: invalid key")
