@@ -95,8 +95,8 @@ func WithWait(d time.Duration) Option {
 }
 
 // WithMaxResult sets the size of the largest result that is stored, in
-// bytes; for the Middleware, of the response's status, headers and body
-// together. A larger result is not stored (see ErrTooLarge) and frees the
+// bytes; for the Middleware, of the response's status, headers, body and
+// trailer fields together. A larger result is not stored (see ErrTooLarge) and frees the
 // key. The default is DefaultMaxResult (1 MiB); it must be positive.
 func WithMaxResult(n int) Option {
 	return func(c *config) {
