@@ -133,6 +133,6 @@
 //
 // The package's fault tests pause a redis-server (SIGSTOP) for 7 s while
 // calls are in flight, with go-redis's default options. The slowest of
-// them, which pauses Redis until go-redis gives up (about 14 s), runs only
+// them, which pauses Redis until go-redis gives up (about 20 s), runs only
 // with DLOCK_SLOW_FAULTS=1 in the environment.
 package stock
