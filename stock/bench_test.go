@@ -71,37 +71,52 @@ func BenchmarkAdd(b *testing.B) {
 	}
 }
 
-// countCommands reports the commands Redis ran per op (those the scripts
-// call included) from its command statistics, when the returned function
-// is called at the end of the benchmark. The shared server must run nothing
-// else meanwhile: run benchmarks alone (-run '^$').
+// countCommands reports, per op, the commands Redis ran (those the
+// scripts call included) and the microseconds it spent in scripts, from
+// its command statistics, when the returned function is called at the end
+// of the benchmark. Redis's time varies less than the op's on a busy
+// machine. The shared server must run nothing else meanwhile: run
+// benchmarks alone (-run '^$').
 func countCommands(b *testing.B, rdb *redis.Client) func() {
 	ctx := context.Background()
-	before := totalCommands(b, ctx, rdb)
+	calls, usec := commandStats(b, ctx, rdb)
 	return func() {
-		n := totalCommands(b, ctx, rdb) - before - 1 // the INFO of before
-		b.ReportMetric(float64(n)/float64(b.N), "redis-cmds/op")
+		calls2, usec2 := commandStats(b, ctx, rdb)
+		b.ReportMetric(float64(calls2-calls-1)/float64(b.N), "redis-cmds/op") // less the INFO of before
+		b.ReportMetric(float64(usec2-usec)/float64(b.N), "redis-µs/op")
 	}
 }
 
-// totalCommands sums the calls of every command in INFO commandstats.
-func totalCommands(b *testing.B, ctx context.Context, rdb *redis.Client) int64 {
+// commandStats returns the calls of every command in INFO commandstats,
+// and the microseconds spent in EVALSHA and EVAL.
+func commandStats(b *testing.B, ctx context.Context, rdb *redis.Client) (calls, scriptUsec int64) {
 	info, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var total int64
 	for _, line := range strings.Split(info, "\n") {
-		_, stats, ok := strings.Cut(line, ":calls=")
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
 		if !ok {
 			continue
 		}
-		calls, _, _ := strings.Cut(stats, ",")
-		n, err := strconv.ParseInt(calls, 10, 64)
+		fields := strings.Split(stats, ",")
+		n, err := strconv.ParseInt(fields[0], 10, 64)
 		if err != nil {
 			b.Fatal(err)
 		}
-		total += n
+		calls += n
+		if name != "cmdstat_evalsha" && name != "cmdstat_eval" {
+			continue
+		}
+		for _, f := range fields[1:] {
+			if v, ok := strings.CutPrefix(f, "usec="); ok {
+				us, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				scriptUsec += us
+			}
+		}
 	}
-	return total
+	return calls, scriptUsec
 }
