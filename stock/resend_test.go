@@ -478,3 +478,111 @@ func TestEveryCopyTwice(t *testing.T) {
 		wantLevels(t, inv, sku(name), want)
 	}
 }
+
+// between is a go-redis hook that sends each script twice, as go-redis
+// does when the first copy's reply is late, and runs another process's
+// call (then, once) between the two copies.
+type between struct {
+	mu   sync.Mutex
+	then func()
+}
+
+func (b *between) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (b *between) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !isScript(cmd) {
+			return next(ctx, cmd)
+		}
+		_ = next(ctx, cmd)
+		b.mu.Lock()
+		then := b.then
+		b.then = nil
+		b.mu.Unlock()
+		if then != nil {
+			then()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (b *between) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A copy of a call that runs after another process's call finds the first
+// copy's record: it neither undoes the other call nor does its own twice,
+// and answers as the first copy did.
+func TestCopyAfterAnotherCall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := shared(t)
+	if err := stock.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	hook := &between{}
+	rdb.AddHook(hook)
+	prefix := testPrefix(t)
+	// The caller's Inventory, whose calls go twice; short retention, so
+	// that outcomes are forgotten between the copies.
+	inv := newInventory(t, rdb, stock.WithPrefix(prefix), stock.WithRetention(time.Millisecond))
+	other := newInventory(t, shared(t), stock.WithPrefix(prefix), stock.WithRetention(time.Millisecond))
+	mustSet(t, other, "set", 0)
+	mustSet(t, other, "cancel", 5)
+	mustReserve(t, other, "cancel", "o", 2, time.Hour)
+	mustSet(t, other, "delete", 5)
+	mustSet(t, other, "reserve", 5)
+	mustSet(t, other, "commit", 5)
+	mustReserve(t, other, "commit", "o", 2, time.Hour)
+	mustSet(t, other, "take", 5)
+
+	tests := []struct {
+		name string
+		call func() error
+		then func() error // the other process's call, between the copies
+		sku  string
+		want stock.Levels
+	}{
+		{"Set(10), then a Reserve of 10",
+			func() error { return inv.Set(ctx, "set", 10) },
+			func() error { return other.Reserve(ctx, "set", "shopper", 10, time.Hour) },
+			"set", stock.Levels{Held: 10}},
+		{"Cancel, then the order reserves again",
+			func() error { return inv.Cancel(ctx, "cancel", "o") },
+			func() error { return other.Reserve(ctx, "cancel", "o", 2, time.Hour) },
+			"cancel", stock.Levels{Available: 3, Held: 2}},
+		{"Reserve, then the order cancels",
+			func() error { return inv.Reserve(ctx, "reserve", "o", 2, time.Hour) },
+			func() error { return other.Cancel(ctx, "reserve", "o") },
+			"reserve", stock.Levels{Available: 5}},
+		{"Commit, then its outcome is forgotten",
+			func() error { return inv.Commit(ctx, "commit", "o") },
+			func() error {
+				time.Sleep(5 * time.Millisecond)      // past the retention
+				_, err := other.Levels(ctx, "commit") // which forgets the outcome
+				return err
+			},
+			"commit", stock.Levels{Available: 3, Sold: 2}},
+		{"Add(-1), then another Add(-1)",
+			func() error { return inv.Add(ctx, "take", -1) },
+			func() error { return other.Add(ctx, "take", -1) },
+			"take", stock.Levels{Available: 3}},
+		{"Delete, then the sku is set again",
+			func() error { return inv.Delete(ctx, "delete") },
+			func() error { return other.Set(ctx, "delete", 7) },
+			"delete", stock.Levels{Available: 7}},
+	}
+	for _, tt := range tests {
+		var thenErr error
+		hook.mu.Lock()
+		hook.then = func() { thenErr = tt.then() }
+		hook.mu.Unlock()
+		if err := tt.call(); err != nil {
+			t.Errorf("%s: the call = %v, want nil: its first copy did it", tt.name, err)
+		}
+		if thenErr != nil {
+			t.Errorf("%s: the other call = %v", tt.name, thenErr)
+		}
+		wantLevels(t, other, tt.sku, tt.want)
+	}
+}
