@@ -57,8 +57,9 @@
 //     deadline of its holds, so that a call before it does not look for
 //     expired holds; it then checks the holds by its first write.)
 //   - Every call returns when its context ends, even if Redis does not
-//     answer: then with [ErrOutcomeUnknown], as the call may still take
-//     effect (once). [Inventory.Close] waits for such calls.
+//     answer; a call that changes the stock then returns
+//     [ErrOutcomeUnknown], as it may still take effect (once).
+//     [Inventory.Close] waits for such calls.
 //
 // # Calls sent twice
 //
@@ -96,7 +97,7 @@
 // (each order's state) and "stock{shirt}:holds" (a sorted set of
 // deadlines). The prefix ([WithPrefix], default "stock") is followed by
 // the hash tag in braces, then the suffix: the tag is the sku itself when
-// it has no braces of its own. A sku with a hash tag keeps its tag, and the
+// it has neither a hash tag nor a '}'. A sku with a hash tag keeps its tag, and the
 // whole sku follows the suffix after '=': "{shop-7}shirt" has
 // "stock{shop-7}:level={shop-7}shirt" and so on, and every sku tagged
 // "{shop-7}" shares a slot, which a cart needs on a Cluster:
@@ -114,9 +115,11 @@
 //     and sales. Run the stock's Redis with appendonly and replicas that
 //     acknowledge (WAIT), and check it with dlock's CheckDeployment, which
 //     warns of a deployment without persistence.
-//   - The keys have no expiry, so only an allkeys-* eviction policy can
-//     evict them under memory pressure; the sku is then unknown, or its
-//     orders forgotten. Use noeviction, or a volatile-* policy.
+//   - A sku's keys have no expiry, so only an allkeys-* eviction policy
+//     can evict them under memory pressure; the sku is then unknown, or its
+//     orders forgotten. The records of calls expire, so a volatile-* policy
+//     may evict one early, and a late copy of that call would run again.
+//     Use noeviction.
 //   - A call whose context ended before Redis answered, or whose
 //     connection broke, returns [ErrOutcomeUnknown], yet may have taken
 //     effect: retry it with the same order, or let the hold expire; check
