@@ -36,8 +36,8 @@ func (r *Runner) Begin(ctx context.Context, name string, slot time.Time) (*Attem
 	if err := r.check(name); err != nil {
 		return nil, err
 	}
-	if slot.IsZero() {
-		return nil, fmt.Errorf("%w: zero slot", ErrInvalid)
+	if err := checkSlot(slot); err != nil {
+		return nil, err
 	}
 	slot = slot.UTC()
 	quoted := strconv.Quote(name) + " in slot " + slot.Format(time.RFC3339Nano)

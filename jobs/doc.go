@@ -11,6 +11,13 @@
 // A Runner keys the run by its slot, and a successful run leaves a done
 // record for the slot, which later and late hosts find and skip.
 //
+// A slot is the period a run was fired in (see Slot): cron fires by the
+// host's own clock, so that is what hosts agree on, early or late clocks
+// alike. An hourly job fired at 21:00:03, at 21:33 (by hand, by a host that
+// booted late, a retry) or at 21:59 runs in the slot of 21:00; fired at
+// 21:59:59.8 by a clock a little fast (up to min(1s, period/100) early), in
+// the slot of 22:00. The 22:00 run is never taken ahead of time.
+//
 // # Guarantees
 //
 //   - One run at a time per job and slot: the run holds a dlock lock of the
@@ -19,8 +26,9 @@
 //   - Once per slot: after a success, no Run of the same slot runs the job
 //     again while the done record lives: RetentionPeriods periods given
 //     WithPeriod, else a day, or as WithRetention says.
-//     Hosts agree on the slot as long as their clocks differ from the true
-//     time by less than half the period (see Slot).
+//     Hosts agree on the slot as long as each fires the job within the
+//     period by its own clock (see Slot); a period that is not positive
+//     has no slots, and Run refuses its zero slot.
 //   - Failures are recorded (an error, a panic, a lost lease, a host that
 //     died while it ran), and a slot is tried again on the next Run of any
 //     host, up to WithAttempts attempts in all (one by default).

@@ -114,6 +114,17 @@ func (r *Runner) check(name string) error {
 	return nil
 }
 
+// checkSlot validates a slot.
+func checkSlot(slot time.Time) error {
+	switch y := slot.UTC().Year(); {
+	case slot.IsZero():
+		return fmt.Errorf("%w: zero slot (Slot returns it for a period that is not positive)", ErrInvalid)
+	case y < 1 || y > 9999: // the records' times are RFC 3339
+		return fmt.Errorf("%w: slot %v, outside the years 1 to 9999", ErrInvalid, slot)
+	}
+	return nil
+}
+
 // keyPrefix starts the keys of every job: keyPrefix, the job's name, "@",
 // the slot, "/" and the kind of record (see record.go).
 const keyPrefix = "dlock:job:"

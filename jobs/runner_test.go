@@ -19,24 +19,25 @@ func host(t testing.TB, name string, opts ...jobs.Option) *jobs.Runner {
 	return jobs.New(newLocker(t, nil), append([]jobs.Option{jobs.WithHost(name)}, opts...)...)
 }
 
-// Three hosts whose clocks are skewed by up to a third of the period fire
-// the job in five slots, at once; then a late host fires each slot after it
-// is done. Each slot runs once.
+// Three hosts fire the job by their own clocks at the start of each of
+// five periods: one a moment early, one on time, one a few seconds late.
+// Then a host fires it late in each period (by hand, after a late boot).
+// Each slot runs once.
 func TestRunOncePerSlot(t *testing.T) {
 	t.Parallel()
 	name := testName(t)
 	every := time.Hour
 	hosts := []*jobs.Runner{host(t, "a"), host(t, "b"), host(t, "c")}
-	skews := []time.Duration{-every / 3, 0, every / 3}
+	fired := []time.Duration{-500 * time.Millisecond, 0, 3 * time.Second} // after the period starts
 	start := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 	for i := range 5 {
-		fired := start.Add(time.Duration(i) * every)
+		period := start.Add(time.Duration(i) * every)
 		var ran atomic.Int32
 		var wg sync.WaitGroup
 		outcomes := make([]jobs.Outcome, len(hosts))
 		for h, runner := range hosts {
 			wg.Go(func() {
-				slot := jobs.Slot(fired.Add(skews[h]), every)
+				slot := jobs.Slot(period.Add(fired[h]), every)
 				var err error
 				outcomes[h], err = runner.Run(t.Context(), name, slot, func(context.Context) error {
 					ran.Add(1)
@@ -49,7 +50,7 @@ func TestRunOncePerSlot(t *testing.T) {
 		}
 		wg.Wait()
 		late := host(t, "late")
-		outcome, err := late.Run(t.Context(), name, jobs.Slot(fired.Add(every/2-time.Second), every), func(context.Context) error {
+		outcome, err := late.Run(t.Context(), name, jobs.Slot(period.Add(every-2*time.Minute), every), func(context.Context) error {
 			ran.Add(1)
 			return nil
 		})

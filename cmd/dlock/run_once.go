@@ -14,7 +14,8 @@ import (
 
 // onceRetention is how long the records of a --once-per slot are kept: a
 // day (the jobs default), or two periods if that is longer, so that a host
-// whose clock is late by up to half a period still finds the done record.
+// that fires late in the period, or whose clock is late, still finds the
+// done record.
 func onceRetention(period time.Duration) time.Duration {
 	return max(jobs.DefaultRetention, 2*period)
 }
@@ -26,7 +27,7 @@ func onceRetention(period time.Duration) time.Duration {
 // called, which returns that signal.
 func (r *runner) runOnce(ctx, before context.Context, interrupted func() os.Signal, locker *dlock.Client, sigs <-chan os.Signal) int {
 	runner := jobs.New(locker, jobs.WithTTL(r.ttl), jobs.WithRetention(onceRetention(r.oncePer)))
-	slot := jobs.Slot(time.Now(), r.oncePer)
+	slot := jobs.Slot(time.Now(), r.oncePer) // the period fired in; a positive period (checked with the flags)
 	slotText := slot.Format(time.RFC3339)
 	beginCtx, cancel := context.WithTimeout(before, redisTimeout)
 	attempt, err := runner.Begin(beginCtx, r.key, slot)
