@@ -44,7 +44,7 @@ func (r *Runner) Begin(ctx context.Context, name string, slot time.Time) (*Attem
 	if done, err := r.done(ctx, name, slot); err != nil || done {
 		return nil, r.wrap(quoted, err, ErrAlreadyDone)
 	}
-	rec := Record{Job: name, Slot: slot, Host: truncate(r.cfg.host, maxHostLen), Start: time.Now().UTC(), Status: Running}
+	rec := Record{Job: name, Slot: slot, Host: r.cfg.host, Start: time.Now().UTC(), Status: Running}
 	lease, err := r.lease(ctx, slotKey(name, slot, kindRun, 0), rec)
 	if errors.Is(err, dlock.ErrNotObtained) {
 		return nil, fmt.Errorf("%w: %s", ErrRunningElsewhere, quoted)

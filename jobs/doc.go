@@ -18,6 +18,16 @@
 // 21:59:59.8 by a clock a little fast (up to min(1s, period/100) early), in
 // the slot of 22:00. The 22:00 run is never taken ahead of time.
 //
+// # Names
+//
+// A job name is valid UTF-8 of 1 to 200 bytes as its records store it
+// (JSON: a control character takes six bytes, a quote or a backslash two,
+// anything else its own length, "<", ">" and "&" included). Run, Begin
+// and History refuse another name with an error wrapping ErrInvalid,
+// before they touch Redis, so that every name they accept has room for
+// all the records of its runs. A host name (WithHost) is cut to 100 bytes
+// and an error to 200, counted the same way.
+//
 // # Guarantees
 //
 //   - One run at a time per job and slot: the run holds a dlock lock of the
