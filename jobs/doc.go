@@ -57,4 +57,11 @@
 // persistence, a failover): a slot may then run again. A job that succeeded
 // but whose done record could not be written (Redis failed at that moment)
 // is reported with the error, and may run again.
+//
+// Every record is written by a script that is safe to run twice: go-redis
+// sends a command again when its reply is late (MaxRetries, ReadTimeout),
+// and every copy runs; a copy that finds the record its own says so, as
+// the first would have. The package's tests show it with Redis paused for
+// seconds while each record is written; all but one of them run only with
+// DLOCK_SLOW_FAULTS=1 in the environment.
 package jobs
