@@ -163,6 +163,8 @@ func (s *slotRecords) add(r stored) {
 
 // records returns one record per attempt: how it ended if it did; else
 // running if it is the last one and the lease is held, abandoned if not.
+// An attempt whose start record expired before its end record (written
+// later, kept as long) is told by its end record.
 func (s *slotRecords) records() []Record {
 	last := 0
 	for n := range s.attempts {
@@ -176,6 +178,11 @@ func (s *slotRecords) records() []Record {
 			rec.Status = Abandoned
 		}
 		out = append(out, rec)
+	}
+	for n, end := range s.ends {
+		if _, ok := s.attempts[n]; !ok {
+			out = append(out, end)
+		}
 	}
 	return out
 }

@@ -329,3 +329,21 @@ func TestInvalid(t *testing.T) {
 		t.Errorf("a second Finish = %v, want ErrInvalid", err)
 	}
 }
+
+// History tells a run whose attempt record expired before its done
+// record: written at its start, the attempt record goes first.
+func TestHistoryAfterTheAttemptRecordExpired(t *testing.T) {
+	t.Parallel()
+	name, slot := testName(t), time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
+	runner := host(t, "a")
+	if outcome, err := runner.Run(t.Context(), name, slot, func(context.Context) error { return nil }); outcome != jobs.Ran || err != nil {
+		t.Fatalf("Run = %v, %v", outcome, err)
+	}
+	if n, err := shared(t).Del(t.Context(), "dlock:job:"+name+"@2026-11-21T21:00:00Z/attempt/1").Result(); n != 1 || err != nil {
+		t.Fatalf("DEL of the attempt record: %d, %v", n, err)
+	}
+	records, err := runner.History(t.Context(), name)
+	if err != nil || len(records) != 1 || records[0].Status != jobs.Succeeded || records[0].Attempt != 1 || records[0].Host != "a" {
+		t.Errorf("History = %+v, %v; want the succeeded attempt", records, err)
+	}
+}
