@@ -93,9 +93,12 @@ func (r *runner) slotTaken(err error, slot string) (code int, skip bool) {
 }
 
 // finish records the end of the attempt: failure is nil if the command
-// succeeded. It says so if the record could not be written.
+// succeeded. It says so if the record could not be written. It waits for
+// Redis as long as the lease could still be held (--ttl), and at least
+// redisTimeout: go-redis sends a write whose reply is late again, and a
+// write given up on is undone, which would leave the slot to run again.
 func (r *runner) finish(ctx context.Context, attempt *jobs.Attempt, failure error) {
-	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	ctx, cancel := context.WithTimeout(ctx, max(redisTimeout, r.ttl))
 	defer cancel()
 	outcome, err := attempt.Finish(ctx, failure)
 	switch {
