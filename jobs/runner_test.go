@@ -304,6 +304,7 @@ func TestInvalid(t *testing.T) {
 		"empty name":     {jobs.New(locker), "", slot, ok},
 		"long name":      {jobs.New(locker), strings.Repeat("j", 201), slot, ok},
 		"zero slot":      {jobs.New(locker), "job", time.Time{}, ok},
+		"year 10000":     {jobs.New(locker), "job", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), ok},
 		"nil function":   {jobs.New(locker), "job", slot, nil},
 		"zero ttl":       {jobs.New(locker, jobs.WithTTL(0)), "job", slot, ok},
 		"zero retention": {jobs.New(locker, jobs.WithRetention(0)), "job", slot, ok},

@@ -15,12 +15,18 @@ import (
 	"github.com/dlock-go/dlock/jobs"
 )
 
-// The subcommands of dlock jobs, in the order its usage shows them.
-var jobsSubcommands = []struct {
+// A jobsSubcommand is one subcommand of dlock jobs.
+type jobsSubcommand struct {
 	name, summary string
 	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-}{
-	{"history", "show the recent attempts of a job: slot, status, host, start, duration, error", runJobsHistory},
+}
+
+// jobsSubcommands lists the subcommands of dlock jobs, in the order its
+// usage shows them.
+func jobsSubcommands() []jobsSubcommand {
+	return []jobsSubcommand{
+		{"history", "show the recent attempts of a job: slot, status, host, start, duration, error", runJobsHistory},
+	}
 }
 
 // runJobs is the jobs verb: the jobs of dlock run --once-per (package
@@ -36,7 +42,7 @@ func runJobs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		jobsUsage(stdout)
 		return exitOK
 	}
-	for _, sub := range jobsSubcommands {
+	for _, sub := range jobsSubcommands() {
 		if sub.name == args[0] {
 			return sub.run(ctx, args[1:], stdout, stderr)
 		}
@@ -50,7 +56,7 @@ func jobsUsage(w io.Writer) {
 	fmt.Fprint(w, "Usage: dlock jobs <subcommand> [flags]\n\n")
 	fmt.Fprint(w, "The jobs that dlock run --once-per runs once per slot (package jobs).\n\nSubcommands:\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 4, ' ', 0)
-	for _, sub := range jobsSubcommands {
+	for _, sub := range jobsSubcommands() {
 		fmt.Fprintf(tw, "  %s\t%s\n", sub.name, sub.summary)
 	}
 	tw.Flush()
