@@ -52,8 +52,9 @@ a start up to min(1s, period/100) early counts for the next period), so
 hosts whose cron fires in the same period agree on the slot, and a run
 that succeeded (exit status 0) leaves a done record that makes every later
 dlock of the slot exit 79 without running COMMAND, however late its clock
-is. A run that failed is recorded too, and not tried again in
-the slot. The records are kept for a day, or two periods if that is longer.
+is. A run that failed is recorded too, and not tried again in the slot.
+The records are kept for a day, or two periods if that is longer; dlock
+jobs history KEY shows them.
 This replaces --min-hold, and excludes --wait and --fair:
 
   0 2 * * * dlock run --key nightly-report --once-per 24h -- /usr/local/bin/report
