@@ -56,7 +56,9 @@
 // "dlock:job:NAME@SLOT/run"). Redis can lose the records (a restart without
 // persistence, a failover): a slot may then run again. A job that succeeded
 // but whose done record could not be written (Redis failed at that moment)
-// is reported with the error, and may run again.
+// is reported with the error, and may run again. A Begin whose attempt
+// record Redis did not answer for returns the error, and that attempt may
+// still count (as abandoned, in History) once Redis answers.
 //
 // Every record is written by a script that is safe to run twice: go-redis
 // sends a command again when its reply is late (MaxRetries, ReadTimeout),
