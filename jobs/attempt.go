@@ -36,15 +36,15 @@ func (r *Runner) Begin(ctx context.Context, name string, slot time.Time) (*Attem
 	if err := r.check(name); err != nil {
 		return nil, err
 	}
-	if slot.IsZero() {
-		return nil, fmt.Errorf("%w: zero slot", ErrInvalid)
+	if err := checkSlot(slot); err != nil {
+		return nil, err
 	}
 	slot = slot.UTC()
 	quoted := strconv.Quote(name) + " in slot " + slot.Format(time.RFC3339Nano)
 	if done, err := r.done(ctx, name, slot); err != nil || done {
 		return nil, r.wrap(quoted, err, ErrAlreadyDone)
 	}
-	rec := Record{Job: name, Slot: slot, Host: truncate(r.cfg.host, maxHostLen), Start: time.Now().UTC(), Status: Running}
+	rec := Record{Job: name, Slot: slot, Host: r.cfg.host, Start: time.Now().UTC(), Status: Running}
 	lease, err := r.lease(ctx, slotKey(name, slot, kindRun, 0), rec)
 	if errors.Is(err, dlock.ErrNotObtained) {
 		return nil, fmt.Errorf("%w: %s", ErrRunningElsewhere, quoted)
