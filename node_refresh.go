@@ -84,7 +84,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*renewe
 			results[i].Err = n.wrap("refresh", locks[i].key, err)
 		case v == ours:
 			results[i].Held = true
-		case v != notOurs:
+		case v != notOurs && v != releasedBefore: // released by the Lock: the renewer drops it
 			results[i].Err = n.wrap("refresh", locks[i].key, fmt.Errorf("unexpected script reply %v", v))
 		}
 	}
