@@ -118,6 +118,33 @@ func TestOutcomeUnknownWhenTheContextEnds(t *testing.T) {
 	}
 }
 
+// A renewed lock whose Release's answer did not come back: once the release
+// lands, the next automatic refresh finds it released, and the lock ends
+// as released, not lost.
+func TestOutcomeUnknownReleaseOfARenewedLock(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	lock, err := e.locker.TryObtain(context.Background(), key, 3*time.Second, dlock.WithAutoRenew(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv.Pause()
+	err = lock.Release(timeout(t, 100*time.Millisecond))
+	e.srv.Resume()
+	if !errors.Is(err, dlock.ErrOutcomeUnknown) {
+		t.Fatalf("Release while Redis is paused = %v, want ErrOutcomeUnknown", err)
+	}
+	select {
+	case <-lock.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lock did not end after its release landed")
+	}
+	if err := lock.Err(); !errors.Is(err, dlock.ErrReleased) || errors.Is(err, dlock.ErrLockLost) {
+		t.Errorf("Err = %v, want ErrReleased", err)
+	}
+}
+
 // A call whose Redis client gave up waiting (its read timed out) says that
 // its outcome is unknown; a call that could not connect says what it is.
 func TestOutcomeUnknownWhenTheClientGivesUp(t *testing.T) {
