@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/slot"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -285,5 +286,59 @@ func TestAcquireCopyAnswersAsTheFirst(t *testing.T) {
 	}
 	if n := e.rdb.ZCard(context.Background(), "resend:acquire:sem").Val(); n != 1 {
 		t.Errorf("%d permits held after two copies of one acquire, want 1", n)
+	}
+}
+
+// The release marker is named as release.lua names it: in the lock key's
+// Cluster slot, whatever the key's shape, and it lives as long as go-redis
+// may send copies of one command (44 s with its defaults).
+func TestReleaseMarker(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"order:42", "{user}:42", "a}b", "", "a{b", "{}x"} {
+		fence := sideKey(fenceKind, key)
+		marker := "dlock:freed" + fence[len("dlock:fence"):] + ":token"
+		if slot.Of(marker) != slot.Of(key) {
+			t.Errorf("the marker of %q, %q, is in slot %d, the lock in %d", key, marker, slot.Of(marker), slot.Of(key))
+		}
+	}
+
+	e := newResendEnv(t)
+	ctx := context.Background()
+	l := e.obtain(t, "resend:marker")
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	marker := "dlock:freed{resend:marker}:" + l.token
+	if v := e.rdb.Get(ctx, marker).Val(); v != "1" {
+		t.Errorf("the marker holds %q, want the call's number, 1", v)
+	}
+	if ttl := e.rdb.PTTL(ctx, marker).Val(); ttl <= 0 || ttl > 44*time.Second {
+		t.Errorf("the marker lives %v more, want at most 44s (go-redis's defaults)", ttl)
+	}
+	for info, err := range e.c.Scan(ctx, "*") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("Scan lists %q after the release", info.Key)
+	}
+}
+
+func TestResendWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		rdb  redis.UniversalClient
+		want time.Duration
+	}{
+		{"defaults", redis.NewClient(&redis.Options{}), 44 * time.Second},
+		{"no retries", redis.NewClient(&redis.Options{MaxRetries: -1, ReadTimeout: 500 * time.Millisecond, MaxRetryBackoff: -1}), time.Second},
+		{"short", redis.NewClient(&redis.Options{MaxRetries: 2, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond, MaxRetryBackoff: 50 * time.Millisecond}), time.Second},
+		{"long", redis.NewClient(&redis.Options{MaxRetries: 1, ReadTimeout: 10 * time.Second, WriteTimeout: 2 * time.Second, MaxRetryBackoff: time.Second}), 26 * time.Second},
+		{"cluster", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRedirects: 1}), 2 * 11 * time.Second},
+	} {
+		if got := resendWindow(tc.rdb); got != tc.want {
+			t.Errorf("%s: resendWindow = %v, want %v", tc.name, got, tc.want)
+		}
+		_ = tc.rdb.Close()
 	}
 }
