@@ -159,6 +159,15 @@ func TestReleaseCopyAnswersAsTheFirst(t *testing.T) {
 		}
 	})
 
+	t.Run("quiet", func(t *testing.T) {
+		// A Redlock attempt's take-back: released once, the copy answers so.
+		l := e.obtain(t, "resend:quiet")
+		first, copy := e.twice(t, l.attempt().undo(true))
+		if first.code != ours || copy.code != ours {
+			t.Errorf("take-back copies answered %d, %d; want %d, %d", first.code, copy.code, ours, ours)
+		}
+	})
+
 	t.Run("leave", func(t *testing.T) {
 		key := "resend:leave"
 		holder := e.obtain(t, key)
