@@ -39,6 +39,11 @@ type Client struct {
 	obs     *observers                  // WithObserver; nil without one (observe_hooks.go)
 
 	own *owner.Group // the goroutines of this Client, which Close stops and waits for
+
+	// markerTTL is how long a release marker lives, boxed milliseconds:
+	// longer than the Redis clients go on sending copies of one command
+	// (see resendWindow and release.lua)
+	markerTTL any
 }
 
 // New returns a Client that keeps its locks on rdb: a *redis.Client (also
@@ -65,6 +70,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		c.node = newNode(rdb, cfg.ack, batchLanes)
 		c.node.obs = c.obs
 		c.nodes = []*node{c.node}
+		c.markerTTL = markerTTLOf(c.nodes)
 		c.subs = []*wake.Subscriber{wake.New(rdb, c.logger)}
 	}
 	return c

@@ -3,7 +3,6 @@ package dlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -29,7 +28,7 @@ import (
 // sent even if ctx has ended by then, and waits at most ttl.
 func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...ObtainOption) (err error) {
 	if fn == nil {
-		return fmt.Errorf("%w: Do with a nil function", ErrInvalidOption)
+		return ErrNilFunc
 	}
 	cfg, err := c.check(key, ttl, append([]ObtainOption{WithAutoRenew(true)}, opts...))
 	if err != nil {

@@ -106,6 +106,9 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	}
 	if err := l.lock.Release(ctx); err != nil {
 		if errors.Is(err, dlock.ErrNotHeld) {
+			if errors.Is(l.Err(), ErrResigned) {
+				return nil // a Resign at the same time released it
+			}
 			return fmt.Errorf("%w: %w", dlock.ErrLockLost, err)
 		}
 		return err

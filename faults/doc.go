@@ -19,6 +19,15 @@
 //	p.Blackhole() // connections open, nothing passes: commands time out
 //	p.Clear()     // every fault removed, every connection closed
 //
+// A client from [Proxy.Client] has no retries, so that a fault shows in its
+// first error. Give it go-redis's default retries back with
+// [DefaultRetries], p.Client(faults.DefaultRetries): go-redis then sends a
+// command again when its reply is late, and every copy runs. Code that
+// changes state must pass its fault tests both ways; this package's own
+// tests run the fenced-resource checker with both, and send every mutating
+// call of dlock while Redis is paused past go-redis's default ReadTimeout
+// (TestCallsResentByTheRedisClient: one shared pause of 7.5 s).
+//
 // Every fault applies at once to the connections that are already open, not
 // only to new ones: that is what a pooled go-redis connection needs to see.
 // [Nodes] starts several servers, each behind its own proxy, for tests of a
