@@ -315,7 +315,15 @@ func (c *Client) releaseInBackground(acquire attempt) {
 // key if it still holds token, so it never touches anyone else's lock.
 // Trying for longer than the lock lives is pointless, so its ttl bounds it.
 // acquire is the acquire to undo.
+//
+// A record's acquire (AsRecord) is not undone: its caller was told that the
+// outcome is unknown (ErrOutcomeUnknown), and a record that landed is what
+// it asked for (a job's done record, say): deleting it would undo finished
+// work. It expires with its ttl.
 func (c *Client) releaseLate(acquire attempt) {
+	if acquire.record {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), acquire.ttl)
 	defer cancel()
 	if _, err := c.run(ctx, acquire.undo(false)); err != nil {

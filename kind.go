@@ -71,6 +71,7 @@ type attempt struct {
 	woken  bool           // queued acquire of a barging waiter: a release woke it
 	limit  any            // a semaphore's limit, boxed; nil for other kinds
 	rel    releaseSetting // the Client's, for a release
+	record bool           // AsRecord: an acquire whose outcome is unknown is kept, not taken back
 	// WithGuard: the KEYS of a first try, the lock key, its fence key and
 	// the guard key (keys then ends with the guard key too)
 	guarded []string
@@ -87,7 +88,7 @@ func (a *attempt) guard(key string) {
 // options of cfg and a semaphore's limit (nil for other kinds).
 func (c *Client) newAttempt(kind *holdKind, keys []string, ttl time.Duration, limit any, cfg obtainConfig) attempt {
 	token := cfg.newToken()
-	a := attempt{kind: kind, keys: keys, token: token, arg: token, ttl: ttl, fair: cfg.fair, limit: limit, rel: c.releaseSetting()}
+	a := attempt{kind: kind, keys: keys, token: token, arg: token, ttl: ttl, fair: cfg.fair, limit: limit, rel: c.releaseSetting(), record: cfg.record}
 	if kind.class != "" {
 		a.arg = kind.class + token
 	}

@@ -182,6 +182,10 @@ func WithMinHold(d time.Duration) ObtainOption {
 //   - Every Event of the hold has Record set, so that metrics keep records
 //     apart from locks: the Prometheus and OpenTelemetry modules count
 //     them under metrics of their own, neither as held nor as lost locks.
+//   - An obtain whose outcome is unknown (ErrOutcomeUnknown: Redis did not
+//     answer in time) is left as it is: a lock's would be taken back in the
+//     background, but a record that landed is what its caller meant to
+//     write, and it expires with its ttl.
 //
 // Release, ReleaseAfter, Refresh and TTL work on a record as on a lock.
 // Nothing renews a record: with WithAutoRenew(true), and in the Do

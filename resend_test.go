@@ -254,3 +254,47 @@ func evalshaCalls(t *testing.T, rdb *redis.Client) int {
 	}
 	return 0
 }
+
+// A record whose acquire got no answer is kept if it landed: it is what
+// its caller asked for (a job's done record), so it is not taken back as a
+// lock would be. A lock taken in the same pause is taken back.
+func TestRecordWithUnknownOutcomeIsKept(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	locker := dlock.New(srv.Client())
+	t.Cleanup(func() { locker.Close() })
+	recordKey, lockKey := testKey(t)+":record", testKey(t)+":lock"
+	// Warm the connection and the scripts, so that both calls are sent
+	// while Redis is paused.
+	warm, err := locker.TryObtain(context.Background(), testKey(t)+":warm", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	var recordErr, lockErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, recordErr = locker.TryObtain(timeout(t, 200*time.Millisecond), recordKey, time.Minute, dlock.AsRecord())
+	})
+	wg.Go(func() {
+		_, lockErr = locker.TryObtain(timeout(t, 200*time.Millisecond), lockKey, time.Minute)
+	})
+	wg.Wait()
+	srv.Resume()
+	for name, err := range map[string]error{"record": recordErr, "lock": lockErr} {
+		if !errors.Is(err, dlock.ErrOutcomeUnknown) {
+			t.Fatalf("TryObtain of the %s while Redis is paused = %v, want ErrOutcomeUnknown", name, err)
+		}
+	}
+	locker.Close() // waits for the calls that went on in the background
+	rdb := srv.Client()
+	if n := rdb.Exists(context.Background(), recordKey).Val(); n != 1 {
+		t.Errorf("the record's key exists %d times after its acquire landed, want 1: it was taken back", n)
+	}
+	if n := rdb.Exists(context.Background(), lockKey).Val(); n != 0 {
+		t.Errorf("the lock's key exists %d times after its caller gave up, want 0", n)
+	}
+}
