@@ -224,24 +224,32 @@ func (w *waiter) subscribe(ctx context.Context, channel, id string) bool {
 // delay is how long to sleep for the n-th time (the Backoff's attempt),
 // after the attempt a whose reply was r, unless a release message comes
 // first.
+//
+// Whatever else, a waiter wakes when the holder's time to live runs out, as
+// r gave it: the first waiter of the queue, the one a release would wake,
+// may be unable to try (its Client frozen, or it froze with the lock a
+// release handed over to it), and nothing tells the others of an expiry.
+// So each wakes at the holder's expiry as it last saw it, and if the lock
+// changed hands meanwhile, its try tells it the new holder's time to live.
 func (w *waiter) delay(n int, a attempt, r reply) time.Duration {
-	holderTTL := time.Duration(r.value) * time.Millisecond
+	var d time.Duration
 	if a.lease > 0 && !r.head {
-		// Not our turn: only a message for us, or keeping our place in
-		// the queue, wakes us.
-		return a.lease / 3
+		// Not our turn: only a message for us, keeping our place in the
+		// queue, or the holder's expiry wakes us.
+		d = a.lease / 3
+	} else {
+		d = max(w.cfg.backoff.Delay(n, time.Duration(r.value)*time.Millisecond), 0)
+		if len(w.watches) > 0 {
+			// A release wakes us: the Backoff only covers holders that
+			// release without a message, and need not poll as often.
+			d = max(d, listeningMinDelay)
+		}
+		if a.lease > 0 {
+			d = min(d, a.lease/3)
+		}
 	}
-	d := max(w.cfg.backoff.Delay(n, holderTTL), 0)
-	if len(w.watches) > 0 {
-		// A release wakes us: the Backoff only covers holders that release
-		// without a message, and need not poll as often.
-		d = max(d, listeningMinDelay)
-	}
-	if holderTTL >= 0 {
-		d = min(d, holderTTL)
-	}
-	if a.lease > 0 {
-		d = min(d, a.lease/3)
+	if r.value >= 0 { // negative: no expiry, or none we know of
+		d = min(d, time.Duration(r.value)*time.Millisecond)
 	}
 	return d
 }

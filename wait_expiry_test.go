@@ -1,0 +1,149 @@
+package dlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock"
+)
+
+// expiryGapBound is how long after the holder's expiry, in the server's
+// time, a waiter may get the lock in the tests below: a timer and a round
+// trip take milliseconds, and a second leaves room for a machine busy with
+// -race on two cores; a waiter that sleeps until it renews its place in the
+// queue (2s after its try) instead of the expiry takes longer.
+const expiryGapBound = time.Second
+
+// serverExpiry returns when the lock named key expires, in microseconds of
+// the server's clock (the unit of fences), as the server sees it now.
+func serverExpiry(t *testing.T, rdb *redis.Client, key string) int64 {
+	t.Helper()
+	v, err := rdb.Eval(context.Background(),
+		"local t = redis.call('TIME'); return {tonumber(t[1]), tonumber(t[2]), redis.call('PTTL', KEYS[1])}",
+		[]string{key}).Int64Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v[2] < 0 {
+		t.Fatalf("PTTL %q: %d, want a lock with a time to live", key, v[2])
+	}
+	return v[0]*1_000_000 + v[1] + v[2]*1000
+}
+
+// checkObtainedAfterExpiry fails the test unless got gives a lock whose
+// fence (the server's time when it was set, in microseconds) is at most
+// expiryGapBound after expiry.
+func checkObtainedAfterExpiry(t *testing.T, got <-chan *dlock.Lock, expiry int64) {
+	t.Helper()
+	lock := <-got
+	if lock == nil {
+		t.Fatal("the waiter did not get the lock")
+	}
+	gap := time.Duration(lock.Fence()-expiry) * time.Microsecond
+	t.Logf("the waiter got the lock %v after the holder's expiry", gap)
+	if gap < 0 {
+		t.Errorf("the waiter got the lock %v before the holder's expiry", -gap)
+	}
+	if gap > expiryGapBound {
+		t.Errorf("the waiter got the lock %v after the holder's expiry, want it woken by the expiry", gap)
+	}
+	if err := lock.Release(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// obtainLock starts Obtain in a goroutine and returns a channel that gets
+// the lock, or nil if Obtain failed.
+func obtainLock(t *testing.T, locker *dlock.Client, key string, ttl time.Duration, opts ...dlock.ObtainOption) <-chan *dlock.Lock {
+	got := make(chan *dlock.Lock, 1)
+	go func() {
+		lock, err := locker.Obtain(timeout(t, 10*time.Second), key, ttl, opts...)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- lock
+	}()
+	return got
+}
+
+// freezeScripts is a go-redis hook that, once frozen is closed, blocks every
+// script call until its context ends or thaw is closed: a Client whose
+// process or connection froze.
+type freezeScripts struct{ frozen, thaw chan struct{} }
+
+func (freezeScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h freezeScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		select {
+		case <-h.frozen:
+			if isScript(cmd) {
+				select {
+				case <-h.thaw:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		default:
+		}
+		return next(ctx, cmd)
+	}
+}
+func (freezeScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A waiter behind one whose Client froze, first in the queue, gets the
+// lock when the holder's time runs out: the first never tries again, and
+// nothing else tells the second of the expiry.
+func TestWaiterBehindAFrozenOneWakesOnExpiry(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	const ttl = 500 * time.Millisecond
+	// A holder that never releases, as one that froze.
+	if err := e.rdb.Set(context.Background(), key, "frozen holder", ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	expiry := serverExpiry(t, e.rdb, key)
+
+	frozenRdb := e.srv.Client()
+	hook := freezeScripts{frozen: make(chan struct{}), thaw: make(chan struct{})}
+	frozenRdb.AddHook(hook)
+	frozen := newLocker(t, frozenRdb)
+	t.Cleanup(func() { close(hook.thaw) }) // before Close, which waits for the frozen call
+	go func() { _, _ = frozen.Obtain(timeout(t, 10*time.Second), key, ttl, noPolling) }()
+	waitQueued(t, e.rdb, key, 1)
+	close(hook.frozen) // its next try never reaches Redis
+
+	got := obtainLock(t, newLocker(t, e.srv.Client()), key, ttl, noPolling)
+	checkObtainedAfterExpiry(t, got, expiry)
+}
+
+// A waiter behind one that a release handed the lock over to, and that
+// froze with it (it never releases), gets the lock when the handover's time
+// runs out. The handover also makes the second the first of the queue, and
+// nothing tells it so.
+func TestWaiterBehindAFrozenHandoverWakesOnExpiry(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	const ttl = 500 * time.Millisecond // shorter than FairLease: the handover needs no round trip
+	holder := mustObtain(t, e.locker, key, ttl)
+
+	handedOver := obtainLock(t, newLocker(t, e.srv.Client()), key, ttl, dlock.WithFair(), noPolling)
+	waitQueued(t, e.rdb, key, 1)
+	got := obtainLock(t, newLocker(t, e.srv.Client()), key, ttl, noPolling)
+	waitQueued(t, e.rdb, key, 2)
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	frozenLock := <-handedOver // it freezes with it: no release, no renewal
+	if frozenLock == nil {
+		t.Fatal("the first waiter did not get the lock")
+	}
+	expiry := serverExpiry(t, e.rdb, key)
+	checkObtainedAfterExpiry(t, got, expiry)
+}
