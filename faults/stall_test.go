@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,8 +121,25 @@ func (r *fencedResource) write(fence int64) bool {
 // A stall asks the stalling worker to freeze at its next holding: it
 // blackholes its proxy, sends the lock on held, and waits for thaw.
 type stall struct {
-	held chan *dlock.Lock
+	held chan stalled
 	thaw chan struct{}
+}
+
+// stalled is the lock a worker froze with, and whether a release handed it
+// over (see dlock.Event.Handoff).
+type stalled struct {
+	lock       *dlock.Lock
+	handedOver bool
+}
+
+// lastObtain is an Observer that keeps whether its Client's last obtain
+// was handed over; the Client obtains one lock at a time.
+type lastObtain struct{ handoff atomic.Bool }
+
+func (o *lastObtain) Observe(e dlock.Event) {
+	if e.Type == dlock.EventObtain && e.Err == nil {
+		o.handoff.Store(e.Handoff)
+	}
 }
 
 func TestStalledHolderExpiry(t *testing.T) {
@@ -133,7 +151,11 @@ func TestStalledHolderExpiry(t *testing.T) {
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetries = 0, 0, 0, 0
 	}
 	noRetries := func(o *redis.Options) { o.MaxRetries = -1 }
-	stallers := []*dlock.Client{dlock.New(p.Client(defaults)), dlock.New(p.Client(noRetries))}
+	var seen lastObtain
+	stallers := []*dlock.Client{
+		dlock.New(p.Client(defaults), dlock.WithObserver(&seen)),
+		dlock.New(p.Client(noRetries), dlock.WithObserver(&seen)),
+	}
 
 	var res fencedResource
 	g := grants{added: make(chan struct{}, 1)}
@@ -155,22 +177,23 @@ func TestStalledHolderExpiry(t *testing.T) {
 		})
 	}
 	stalls := make(chan stall, 1)
-	wg.Go(func() { stallingWork(ctx, stallers, p, &res, stalls) })
+	wg.Go(func() { stallingWork(ctx, stallers, &seen, p, &res, stalls) })
 
 	var gaps []time.Duration
+	handedOver := 0
 	for run := 0; len(gaps) < runs; run++ {
 		if run == 3*runs {
 			t.Fatalf("only %d of %d stalls came about in %d tries", len(gaps), runs, run)
 		}
-		s := stall{held: make(chan *dlock.Lock, 1), thaw: make(chan struct{})}
+		s := stall{held: make(chan stalled, 1), thaw: make(chan struct{})}
 		stalls <- s
-		var lock *dlock.Lock
+		var st stalled
 		select {
-		case lock = <-s.held:
+		case st = <-s.held:
 		case <-time.After(30 * time.Second):
 			t.Fatal("the stalling worker got no lock in 30s")
 		}
-		stalledAt := time.Now()
+		stalledAt, lock := time.Now(), st.lock
 		expiry, ok := expiryOf(t, admin, lock)
 		if !ok {
 			// It expired before it could be looked at (a busy machine):
@@ -189,14 +212,17 @@ func TestStalledHolderExpiry(t *testing.T) {
 		next, _ = g.after(lock.Fence())
 		gap := time.Duration(next-expiry) * time.Microsecond
 		gaps = append(gaps, gap)
+		if st.handedOver {
+			handedOver++
+		}
 		if gap < 0 {
 			t.Errorf("stall %d: a waiter got the lock %v before the stalled holder's expiry", len(gaps), -gap)
 		}
 		time.Sleep(stallTTL / 4) // some contention before the next stall
 	}
 	slices.Sort(gaps)
-	t.Logf("first waiter's lock after the stalled holder's expiry, %d stalls: median %v, max %v (bound %v, slack %v)",
-		len(gaps), gaps[len(gaps)/2], gaps[len(gaps)-1], stallBound(stallTTL), stallSlack)
+	t.Logf("first waiter's lock after the stalled holder's expiry, %d stalls (%d of locks handed over): median %v, max %v (bound %v, slack %v)",
+		len(gaps), handedOver, gaps[len(gaps)/2], gaps[len(gaps)-1], stallBound(stallTTL), stallSlack)
 	over := 0
 	for _, gap := range gaps {
 		if gap > stallBound(stallTTL)+stallSlack {
@@ -291,7 +317,7 @@ func stallHold(lock *dlock.Lock, res *fencedResource) {
 // lock as the others do, with each of lockers in turn and without
 // auto-renew, and when a stall is asked for, freezes with the next lock it
 // gets.
-func stallingWork(ctx context.Context, lockers []*dlock.Client, p *faults.Proxy, res *fencedResource, stalls <-chan stall) {
+func stallingWork(ctx context.Context, lockers []*dlock.Client, seen *lastObtain, p *faults.Proxy, res *fencedResource, stalls <-chan stall) {
 	for n := 0; ctx.Err() == nil; n++ {
 		octx, cancel := context.WithTimeout(ctx, stallWaitFor)
 		lock, err := lockers[n%len(lockers)].Obtain(octx, stallKey, stallTTL)
@@ -305,7 +331,7 @@ func stallingWork(ctx context.Context, lockers []*dlock.Client, p *faults.Proxy,
 		select {
 		case s := <-stalls:
 			remove := p.Blackhole()
-			s.held <- lock
+			s.held <- stalled{lock, seen.handoff.Load()}
 			select {
 			case <-s.thaw:
 			case <-ctx.Done():
