@@ -28,6 +28,15 @@ import (
 // place by trying again within its lease, and leaves the queue when it
 // gives up. A Redlock has no queue: a release wakes every waiter that
 // listens.
+//
+// Every waiter, first in the queue or not, also wakes when the holder's
+// time to live runs out, as its last try saw it: nothing tells of an
+// expiry, and the first waiter may be unable to try. So an expired lock is
+// taken within a timer and a round trip of its expiry, as long as its
+// holders use one ttl. If a holder with a shorter ttl follows one with a
+// longer, its lock can expire before the time the waiters saw: they take
+// it at that time, or a third of their lease after their last try, if
+// that comes first.
 type waiter struct {
 	c       *Client
 	kind    *holdKind
