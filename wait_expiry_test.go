@@ -2,6 +2,7 @@ package dlock_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,12 +34,11 @@ func serverExpiry(t *testing.T, rdb *redis.Client, key string) int64 {
 	return v[0]*1_000_000 + v[1] + v[2]*1000
 }
 
-// checkObtainedAfterExpiry fails the test unless got gives a lock whose
-// fence (the server's time when it was set, in microseconds) is at most
+// checkObtainedAfterExpiry fails the test unless lock, which it releases,
+// has a fence (the server's time when it was set, in microseconds) at most
 // expiryGapBound after expiry.
-func checkObtainedAfterExpiry(t *testing.T, got <-chan *dlock.Lock, expiry int64) {
+func checkObtainedAfterExpiry(t *testing.T, lock *dlock.Lock, expiry int64) {
 	t.Helper()
-	lock := <-got
 	if lock == nil {
 		t.Fatal("the waiter did not get the lock")
 	}
@@ -103,12 +103,11 @@ func TestWaiterBehindAFrozenOneWakesOnExpiry(t *testing.T) {
 	e := setup(t)
 	key := testKey(t)
 	const ttl = 500 * time.Millisecond
-	// A holder that never releases, as one that froze.
-	if err := e.rdb.Set(context.Background(), key, "frozen holder", ttl).Err(); err != nil {
+	// A holder that never releases, as one that froze; first for long
+	// enough that the first waiter joins the queue, whatever the machine.
+	if err := e.rdb.Set(context.Background(), key, "frozen holder", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	expiry := serverExpiry(t, e.rdb, key)
-
 	frozenRdb := e.srv.Client()
 	hook := freezeScripts{frozen: make(chan struct{}), thaw: make(chan struct{})}
 	frozenRdb.AddHook(hook)
@@ -118,8 +117,27 @@ func TestWaiterBehindAFrozenOneWakesOnExpiry(t *testing.T) {
 	waitQueued(t, e.rdb, key, 1)
 	close(hook.frozen) // its next try never reaches Redis
 
-	got := obtainLock(t, newLocker(t, e.srv.Client()), key, ttl, noPolling)
-	checkObtainedAfterExpiry(t, got, expiry)
+	// Another holder now, as silently (no release message), for ttl: the
+	// second waiter sees its time to live when it joins the queue.
+	if err := e.rdb.Set(context.Background(), key, "frozen holder 2", ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	expiry := serverExpiry(t, e.rdb, key)
+	var attempts atomic.Int64
+	second := newLocker(t, e.srv.Client(), dlock.WithObserver(dlock.ObserverFunc(func(ev dlock.Event) {
+		if ev.Type == dlock.EventObtain {
+			attempts.Store(int64(ev.Attempts))
+		}
+	})))
+	lock := <-obtainLock(t, second, key, ttl, noPolling)
+	if lock != nil && attempts.Load() == 1 {
+		// It joined no queue: the holder had expired already (a machine too
+		// busy for the case to arise).
+		t.Log("the second waiter found the lock free at its first attempt")
+		_ = lock.Release(context.Background())
+		return
+	}
+	checkObtainedAfterExpiry(t, lock, expiry)
 }
 
 // A waiter behind one that a release handed the lock over to, and that
@@ -145,5 +163,44 @@ func TestWaiterBehindAFrozenHandoverWakesOnExpiry(t *testing.T) {
 		t.Fatal("the first waiter did not get the lock")
 	}
 	expiry := serverExpiry(t, e.rdb, key)
-	checkObtainedAfterExpiry(t, got, expiry)
+	checkObtainedAfterExpiry(t, <-got, expiry)
+}
+
+// The plainest case: the first waiter, woken by a release, takes the lock
+// and freezes with it. The waiter behind it is now first, and nothing tells
+// it so; it gets the lock when the frozen one's time runs out.
+func TestWaiterBehindAFrozenHolderWakesOnExpiry(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := testKey(t)
+	const ttl = 500 * time.Millisecond
+	holder := mustObtain(t, e.locker, key, ttl)
+
+	first := obtainLock(t, newLocker(t, e.srv.Client()), key, ttl, noPolling)
+	waitQueued(t, e.rdb, key, 1)
+	got := obtainLock(t, newLocker(t, e.srv.Client()), key, ttl, noPolling)
+	waitQueued(t, e.rdb, key, 2)
+	if err := holder.Release(context.Background()); err != nil { // wakes the first alone
+		t.Fatal(err)
+	}
+	select {
+	case frozenLock := <-first: // it freezes with it: no release, no renewal
+		if frozenLock == nil {
+			t.Fatal("the first waiter did not get the lock")
+		}
+	case lock := <-got:
+		// The second took the lock at the holder's expiry, before the
+		// first, woken, tried (a machine too busy for the case to arise):
+		// let the first have it, and end.
+		t.Log("the first waiter did not try within the holder's ttl")
+		if lock != nil {
+			_ = lock.Release(context.Background())
+		}
+		if lock := <-first; lock != nil {
+			_ = lock.Release(context.Background())
+		}
+		return
+	}
+	expiry := serverExpiry(t, e.rdb, key)
+	checkObtainedAfterExpiry(t, <-got, expiry)
 }
