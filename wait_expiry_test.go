@@ -204,3 +204,77 @@ func TestWaiterBehindAFrozenHolderWakesOnExpiry(t *testing.T) {
 	expiry := serverExpiry(t, e.rdb, key)
 	checkObtainedAfterExpiry(t, <-got, expiry)
 }
+
+// Redis paused (SIGSTOP) past the holder's expiry, while three waiters
+// wait: each wakes at the expiry, first in the queue or not, and its try
+// hangs. With go-redis's default options (MaxRetries 3, ReadTimeout 3s) it
+// is sent again on another connection while Redis sleeps, and every copy
+// runs once it is back; still, the waiters get the lock one at a time,
+// and leave no lock and no queue behind. Without retries a try fails after
+// its read timeout, and Obtain with it; no lock is left behind, beyond the
+// ttl of one that such a try took.
+func TestWaitersWakeOnExpiryWhileRedisPaused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		options func(*redis.Options)
+	}{
+		{"defaults", func(*redis.Options) {}},
+		{"no retries", func(o *redis.Options) { o.MaxRetries = -1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			key := testKey(t)
+			const ttl = time.Second
+			mustObtain(t, e.locker, key, ttl) // it never releases
+
+			var holders, overlaps atomic.Int32
+			done := make(chan error, 3)
+			for range 3 {
+				locker := newLocker(t, e.srv.Client(tc.options))
+				go func() {
+					lock, err := locker.Obtain(timeout(t, 30*time.Second), key, ttl, noPolling)
+					if err == nil {
+						if holders.Add(1) > 1 {
+							overlaps.Add(1)
+						}
+						time.Sleep(10 * time.Millisecond)
+						holders.Add(-1)
+						err = lock.Release(context.Background())
+					}
+					done <- err
+				}()
+			}
+			waitQueued(t, e.rdb, key, 3)
+			e.srv.Pause()
+			time.Sleep(7 * time.Second) // past the expiry, and two read timeouts
+			e.srv.Resume()
+			obtained := 0
+			for range 3 {
+				err := <-done
+				switch {
+				case err == nil:
+					obtained++
+				case tc.name == "defaults":
+					t.Errorf("a waiter: %v", err)
+				default:
+					t.Logf("a waiter: %v", err)
+				}
+			}
+			t.Logf("%d of 3 waiters got the lock", obtained)
+			if n := overlaps.Load(); n > 0 {
+				t.Errorf("%d times two waiters held the lock at once", n)
+			}
+			eventually(t, 5*time.Second, "no lock left", func() bool { return value(t, e.rdb, key) == "" })
+			if tc.name == "defaults" {
+				eventually(t, 5*time.Second, "no queue left", func() bool {
+					return e.rdb.ZCard(context.Background(), queueKey(key)).Val() == 0
+				})
+			}
+			// Without retries, a waiter whose try's reply was lost leaves the
+			// queue in the background, for at most its ttl: with Redis
+			// paused for longer, its place is left to lapse with its lease.
+		})
+	}
+}
