@@ -29,15 +29,16 @@ import (
 // go-redis's default options (MaxRetries 3, ReadTimeout 3s) and half with
 // no retries.
 //
-// TestStalledHolderExpiry makes stallRunsDefault stalls; the environment
-// variable DLOCK_STALL_RUNS sets another number (each takes about 2s), e.g.
-// DLOCK_STALL_RUNS=20 go test -race -run TestStalledHolderExpiry ./faults.
+// TestStalledHolderExpiry makes stallRunsDefault stalls, and stallRunsSlow
+// with DLOCK_SLOW_FAULTS=1 (as the other slow fault tests); the environment
+// variable DLOCK_STALL_RUNS sets any number. Each takes about 1.5s.
 
 const (
 	stallTTL         = 400 * time.Millisecond
 	stallFor         = 3 * stallTTL
 	stallWaiters     = 3
 	stallRunsDefault = 3
+	stallRunsSlow    = 20
 	stallKey         = "stalled"
 	// stallWaitFor bounds a waiter's Obtain: far longer than a stall, so
 	// that a deadline, after which a worker tries again at once, never
@@ -57,11 +58,14 @@ func stallBound(ttl time.Duration) time.Duration { return max(100*time.Milliseco
 // its last try, is 1.5s late or so: the slack cannot hide it.
 const stallSlack = 400 * time.Millisecond
 
-// stallRuns is the number of stalls to make: DLOCK_STALL_RUNS, or
-// stallRunsDefault.
+// stallRuns is the number of stalls to make: DLOCK_STALL_RUNS, else
+// stallRunsSlow with DLOCK_SLOW_FAULTS=1, else stallRunsDefault.
 func stallRuns(t *testing.T) int {
 	v := os.Getenv("DLOCK_STALL_RUNS")
 	if v == "" {
+		if os.Getenv("DLOCK_SLOW_FAULTS") == "1" {
+			return stallRunsSlow
+		}
 		return stallRunsDefault
 	}
 	n, err := strconv.Atoi(v)
