@@ -30,10 +30,11 @@ import (
 // listens.
 //
 // Every waiter, first in the queue or not, also wakes when the holder's
-// time to live runs out, as its last try saw it: nothing tells of an
-// expiry, and the first waiter may be unable to try. So an expired lock is
-// taken within a timer and a round trip of its expiry, as long as its
-// holders use one ttl. If a holder with a shorter ttl follows one with a
+// time to live runs out, as its last try saw it (the others a little after
+// the first, which goes first if it can): nothing tells of an expiry, and
+// the first waiter may be unable to try. So an expired lock is taken
+// within a timer and a round trip of its expiry, plus behindFirstGrace if
+// the first cannot try, as long as its holders use one ttl. If a holder with a shorter ttl follows one with a
 // longer, its lock can expire before the time the waiters saw: they take
 // it at that time, or a third of their lease after their last try, if
 // that comes first.
@@ -62,6 +63,12 @@ const listeningMinDelay = 25 * time.Millisecond
 // waiter that dies holds nobody up, unlike a fair one that a release
 // handed the lock to (see release.lua).
 const waitLease = 3 * FairLease
+
+// behindFirstGrace is how much later than the holder's expiry a waiter
+// behind the first of the queue tries: the first, if it can, takes the
+// lock in its turn, and the others find it held. Small next to the time a
+// waiter may take to notice an expiry (at least 100ms).
+const behindFirstGrace = 20 * time.Millisecond
 
 // subscribeTimeout bounds the wait for a subscription. A waiter that does
 // not get one goes on without, woken by its timers only.
@@ -240,12 +247,18 @@ func (w *waiter) subscribe(ctx context.Context, channel, id string) bool {
 // release handed over to it), and nothing tells the others of an expiry.
 // So each wakes at the holder's expiry as it last saw it, and if the lock
 // changed hands meanwhile, its try tells it the new holder's time to live.
+// A waiter behind the first wakes behindFirstGrace later, to keep to the
+// queue's order when the first can try.
 func (w *waiter) delay(n int, a attempt, r reply) time.Duration {
 	var d time.Duration
 	if a.lease > 0 && !r.head {
 		// Not our turn: only a message for us, keeping our place in the
-		// queue, or the holder's expiry wakes us.
+		// queue, or the holder's expiry wakes us; at the expiry, a little
+		// after the first waiter, which takes the lock if it can.
 		d = a.lease / 3
+		if r.value >= 0 {
+			d = min(d, time.Duration(r.value)*time.Millisecond+behindFirstGrace)
+		}
 	} else {
 		d = max(w.cfg.backoff.Delay(n, time.Duration(r.value)*time.Millisecond), 0)
 		if len(w.watches) > 0 {
@@ -256,9 +269,9 @@ func (w *waiter) delay(n int, a attempt, r reply) time.Duration {
 		if a.lease > 0 {
 			d = min(d, a.lease/3)
 		}
-	}
-	if r.value >= 0 { // negative: no expiry, or none we know of
-		d = min(d, time.Duration(r.value)*time.Millisecond)
+		if r.value >= 0 { // negative: no expiry, or none we know of
+			d = min(d, time.Duration(r.value)*time.Millisecond)
+		}
 	}
 	return d
 }
