@@ -240,23 +240,25 @@ func TestStalledHolderExpiry(t *testing.T) {
 }
 
 // expiryOf returns when lock expires, in microseconds of the server's clock
-// (the unit of fences), and false if it is not held any more.
+// (the unit of fences), and false if it is not held any more. It is the
+// key's PEXPIRETIME, the time Redis keeps it until, which a fence taken
+// after it cannot precede.
 func expiryOf(t *testing.T, admin *redis.Client, lock *dlock.Lock) (int64, bool) {
 	t.Helper()
 	v, err := admin.Eval(context.Background(),
-		"local t = redis.call('TIME'); return {tonumber(t[1]), tonumber(t[2]), redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1])}",
+		"return {redis.call('PEXPIRETIME', KEYS[1]), redis.call('GET', KEYS[1])}",
 		[]string{stallKey}).Slice()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if token, _ := v[3].(string); token != lock.Token() {
+	if token, _ := v[1].(string); token != lock.Token() {
 		return 0, false
 	}
-	pttl := v[2].(int64)
-	if pttl < 0 {
-		t.Fatalf("the stalled lock has PTTL %d", pttl)
+	ms := v[0].(int64)
+	if ms < 0 {
+		t.Fatalf("the stalled lock has PEXPIRETIME %d", ms)
 	}
-	return v[0].(int64)*1_000_000 + v[1].(int64) + pttl*1000, true
+	return ms * 1000, true
 }
 
 // waitGrant waits until a waiter reports a lock with a fence above fence,
