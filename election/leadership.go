@@ -94,9 +94,20 @@ func (l *Leadership) ended() {
 
 // Resign gives the leadership up, and wakes a candidate at once. It returns
 // nil if it did, also when an earlier Resign did; an error wrapping
-// dlock.ErrLockLost when the leadership had been lost already (nobody was
-// woken: the seat is taken, or free since its lease ran out); and an error
-// of Redis otherwise, in which case this caller still leads.
+// dlock.ErrLockLost when the seat was not this leader's any more (nobody
+// was woken: the seat is taken, or free since its lease ran out); and an
+// error of Redis otherwise.
+//
+// An error of Redis (unreachable, or no answer before ctx ended) leaves the
+// outcome unknown: Redis may not have got the release, and this caller
+// still leads, renewing its lease; or it got it and the reply was lost, and
+// when Redis answers (go-redis resends an unanswered command on another
+// connection, and every copy runs) the seat is released: the next renewal
+// then finds it gone, and the leadership ends as lost (Done, Err wrapping
+// dlock.ErrLockLost). Either way no other candidate leads before the
+// release has taken effect. A resent copy of a release that took effect
+// answers as dlock's Lock.Release says (see there); a seat that is not this
+// leader's is never released.
 func (l *Leadership) Resign(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		if errors.Is(err, ErrResigned) {
