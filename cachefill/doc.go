@@ -65,9 +65,12 @@
 // # Failure modes
 //
 //   - Redis down, paused or failing: Get calls load directly, once per
-//     process and key at a time, and logs a warning, since the cache is an
-//     optimisation; with WithFallback(false) it returns the error instead.
-//     The database then gets one load per process, not one per request.
+//     process and key at a time, since the cache is an optimisation; with
+//     WithFallback(false) it returns the error instead. The database then
+//     gets one load per process, not one per request. The Cache logs a
+//     warning when it starts loading directly, and that Redis answers
+//     again when it does, through WithLogger's logger: slog.Default()
+//     unless given.
 //   - A load function that ignores its context keeps running after Get
 //     gave up on it, and Close waits for it.
 //   - Concurrent Gets of one key in a process share the first one's ttl

@@ -35,7 +35,7 @@ type Leader struct {
 // option is no panic: every call of the Election returns an error wrapping
 // ErrInvalid.
 func New(locker *dlock.Client, name string, opts ...Option) *Election {
-	e := &Election{locker: locker, name: name, cfg: config{ttl: DefaultTTL}}
+	e := &Election{locker: locker, name: name, cfg: config{ttl: DefaultTTL, logger: slog.Default()}}
 	for _, opt := range opts {
 		if opt == nil {
 			e.err = fmt.Errorf("%w: nil Option", ErrInvalid)
@@ -133,13 +133,8 @@ func leaderOf(info dlock.LockInfo) Leader {
 	return Leader{Value: info.Value(), Term: info.Fence}
 }
 
-// log returns the logger of WithLogger, or slog.Default().
-func (e *Election) log() *slog.Logger {
-	if e.cfg.logger != nil {
-		return e.cfg.logger
-	}
-	return slog.Default()
-}
+// log returns the logger of WithLogger.
+func (e *Election) log() *slog.Logger { return e.cfg.logger }
 
 // vacancy is the lock that observers of an empty seat hold, and wait for:
 // a new leader deletes it, which wakes them (see Observe).
