@@ -65,11 +65,12 @@ func (e *Election) Name() string { return e.name }
 //
 // A candidate waits as dlock's Obtain waits for a lock: it is woken by the
 // leader's resignation, or when the leader's lease runs out, not by polling.
-// When ctx ends first, the error matches dlock.ErrNotObtained and the
-// context's error, and also the error of Redis if Redis was failing then.
-// An error of Redis (unreachable, refusing) ends Campaign at once, wrapped:
-// errors.As finds the *dlock.NodeError (or *dlock.QuorumError) and
-// errors.Is the network's error beneath it. Lead retries those.
+// When ctx ends while another leads, the error matches
+// dlock.ErrNotObtained and the context's error. An error of Redis ends
+// Campaign at once, wrapped: errors.As finds the *dlock.NodeError (or
+// *dlock.QuorumError), and errors.Is the network's error beneath it, or
+// the context's error when ctx ended while Redis did not answer (paused,
+// cut off). Lead retries those.
 //
 // Campaign takes the seat once, whatever go-redis resends: a request whose
 // reply was lost (Redis paused, a connection cut) is sent again on another
