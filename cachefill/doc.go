@@ -51,6 +51,16 @@
 //     source before the change stores its value marked, to be loaded again.
 //   - Every call returns when its context ends, even if Redis hangs;
 //     each call to Redis before waiting is bounded by WithRedisTimeout.
+//   - Every call has one effect, whatever go-redis resends: it sends a
+//     command whose reply did not come within its ReadTimeout (3 s by
+//     default) again, on another connection, MaxRetries times, and every
+//     copy runs once Redis answers. A copy of a loader's store finds the
+//     entry stored with the loader's token and answers as the first copy
+//     did, also after the loader released its lock; a copy of Invalidate
+//     finds its call's id in the entry and counts no second mark; a copy of
+//     a claim's clearing leaves the next caller's claim alone. (With a
+//     WithRedisTimeout below go-redis's ReadTimeout, as by default, a call
+//     gives up before go-redis sends a copy.)
 //
 // # Keys and Redis Cluster
 //
