@@ -125,3 +125,34 @@ func TestUnclaimCopyLeavesTheNextClaim(t *testing.T) {
 		t.Errorf("the claim after the copy = %q, want the next caller's", v)
 	}
 }
+
+// A copy of a loader's give-up that runs after the next caller claimed
+// the fill leaves that claim alone, and tells the waiters nothing more.
+func TestGaveUpCopyLeavesTheNextClaim(t *testing.T) {
+	t.Parallel()
+	rdb, c, k := newStoreEnv(t)
+	ctx := context.Background()
+	rdb.Set(ctx, k.claim, "first", time.Minute)
+	if err := c.gaveUp(ctx, k, "loader"); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, k.claim).Val(); n != 0 {
+		t.Errorf("the claim after the give-up exists, want it cleared")
+	}
+	rdb.Set(ctx, k.claim, "next", time.Minute)
+	if err := c.gaveUp(ctx, k, "loader"); err != nil {
+		t.Fatal(err)
+	}
+	if v := rdb.Get(ctx, k.claim).Val(); v != "next" {
+		t.Errorf("the claim after the copy = %q, want the next caller's", v)
+	}
+	if info, err := rdb.XInfoStream(ctx, k.filled).Result(); err != nil || info.EntriesAdded != 1 {
+		t.Errorf("fill messages added: %d, %v; want 1", info.EntriesAdded, err)
+	}
+	if err := c.gaveUp(ctx, k, "next-loader"); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := rdb.XInfoStream(ctx, k.filled).Result(); err != nil || info.EntriesAdded != 2 {
+		t.Errorf("fill messages added after the next loader gave up: %d, %v; want 2", info.EntriesAdded, err)
+	}
+}

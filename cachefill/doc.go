@@ -58,7 +58,8 @@
 //     entry stored with the loader's token and answers as the first copy
 //     did, also after the loader released its lock; a copy of Invalidate
 //     finds its call's id in the entry and counts no second mark; a copy of
-//     a claim's clearing leaves the next caller's claim alone. (With a
+//     a claim's clearing, or of a loader's word that it stored nothing,
+//     leaves the next caller's claim alone and tells nothing more. (With a
 //     WithRedisTimeout below go-redis's ReadTimeout, as by default, a call
 //     gives up before go-redis sends a copy.)
 //
@@ -66,9 +67,10 @@
 //
 // The entry of "user:42" is a hash at "cachefill{user:42}:value", its
 // loader's lock is "cachefill{user:42}:lock", the claim of its fill
-// "cachefill{user:42}:claim" and the stream of its fill messages (one
-// kept, for a lock's ttl) "cachefill{user:42}:filled"; they share a
-// Cluster slot. WithPrefix changes "cachefill".
+// "cachefill{user:42}:claim", the stream of its fill messages (one kept,
+// for a lock's ttl) "cachefill{user:42}:filled", and the token of the last
+// loader that gave up (for a lock's ttl) "cachefill{user:42}:gaveup";
+// they share a Cluster slot. WithPrefix changes "cachefill".
 //
 // It needs Redis 7.0 or later (a read claims a fill with SET NX GET).
 //

@@ -245,7 +245,7 @@ func (c *Cache) release(ctx context.Context, r request, lock *dlock.Lock, stored
 	if stored {
 		return
 	}
-	if err := c.gaveUp(ctx, r.keys); err != nil {
+	if err := c.gaveUp(ctx, r.keys, lock.Token()); err != nil {
 		c.log.Warn("cachefill: could not tell the waiting callers that the load stored nothing; they look again when its lock would have expired",
 			slog.String("key", r.key), slog.Any("err", err))
 	}
