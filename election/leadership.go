@@ -105,9 +105,11 @@ func (l *Leadership) ended() {
 // connection, and every copy runs) the seat is released: the next renewal
 // then finds it gone, and the leadership ends as lost (Done, Err wrapping
 // dlock.ErrLockLost). Either way no other candidate leads before the
-// release has taken effect. A resent copy of a release that took effect
-// answers as dlock's Lock.Release says (see there); a seat that is not this
-// leader's is never released.
+// release has taken effect. A seat that is not this leader's is never
+// released. Where the reply to a release that took effect was lost, the
+// answer is that of the copy go-redis sent again, as dlock.Lock.Release
+// documents: where that is dlock.ErrNotHeld, Resign returns it wrapped with
+// dlock.ErrLockLost, although the seat was given up.
 func (l *Leadership) Resign(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		if errors.Is(err, ErrResigned) {
