@@ -94,9 +94,22 @@ func (l *Leadership) ended() {
 
 // Resign gives the leadership up, and wakes a candidate at once. It returns
 // nil if it did, also when an earlier Resign did; an error wrapping
-// dlock.ErrLockLost when the leadership had been lost already (nobody was
-// woken: the seat is taken, or free since its lease ran out); and an error
-// of Redis otherwise, in which case this caller still leads.
+// dlock.ErrLockLost when the seat was not this leader's any more (nobody
+// was woken: the seat is taken, or free since its lease ran out); and an
+// error of Redis otherwise.
+//
+// An error of Redis (unreachable, or no answer before ctx ended) leaves the
+// outcome unknown: Redis may not have got the release, and this caller
+// still leads, renewing its lease; or it got it and the reply was lost, and
+// when Redis answers (go-redis resends an unanswered command on another
+// connection, and every copy runs) the seat is released: the next renewal
+// then finds it gone, and the leadership ends as lost (Done, Err wrapping
+// dlock.ErrLockLost). Either way no other candidate leads before the
+// release has taken effect. A seat that is not this leader's is never
+// released. Where the reply to a release that took effect was lost, the
+// answer is that of the copy go-redis sent again, as dlock.Lock.Release
+// documents: where that is dlock.ErrNotHeld, Resign returns it wrapped with
+// dlock.ErrLockLost, although the seat was given up.
 func (l *Leadership) Resign(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		if errors.Is(err, ErrResigned) {
