@@ -98,18 +98,15 @@ func (l *Leadership) ended() {
 // was woken: the seat is taken, or free since its lease ran out); and an
 // error of Redis otherwise.
 //
-// An error of Redis (unreachable, or no answer before ctx ended) leaves the
-// outcome unknown: Redis may not have got the release, and this caller
-// still leads, renewing its lease; or it got it and the reply was lost, and
-// when Redis answers (go-redis resends an unanswered command on another
-// connection, and every copy runs) the seat is released: the next renewal
-// then finds it gone, and the leadership ends as lost (Done, Err wrapping
-// dlock.ErrLockLost). Either way no other candidate leads before the
-// release has taken effect. A seat that is not this leader's is never
-// released. Where the reply to a release that took effect was lost, the
-// answer is that of the copy go-redis sent again, as dlock.Lock.Release
-// documents: where that is dlock.ErrNotHeld, Resign returns it wrapped with
-// dlock.ErrLockLost, although the seat was given up.
+// An error of Redis (unreachable, or no answer before ctx ended: then it
+// wraps dlock.ErrOutcomeUnknown) leaves the outcome unknown: Redis may not
+// have got the release, and this caller still leads, renewing its lease; or
+// it got it and the reply was lost, and the next renewal finds the seat
+// released: the leadership ends as resigned (Done, Err wrapping
+// ErrResigned). Either way no other candidate leads before the release has
+// taken effect. A seat that is not this leader's is never released. A
+// release that go-redis sent again (it resends an unanswered command on
+// another connection, and every copy runs) answers as its first copy did.
 func (l *Leadership) Resign(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		if errors.Is(err, ErrResigned) {
