@@ -303,6 +303,10 @@ func replyLost(err error) bool {
 	return true
 }
 
+// Logger returns the logger the Client reports to (WithLogger), so that
+// code built on the Client reports to the same place.
+func (c *Client) Logger() *slog.Logger { return c.logger }
+
 // releaseInBackground runs releaseLate in a goroutine the Client tracks.
 func (c *Client) releaseInBackground(acquire attempt) {
 	c.own.Go(func() { c.releaseLate(acquire) })

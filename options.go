@@ -25,7 +25,7 @@ type replicaAck struct {
 }
 
 func newClientConfig(opts []Option) (clientConfig, error) {
-	cfg := clientConfig{logger: slog.New(slog.DiscardHandler), nodeTimeout: DefaultNodeTimeout, holderName: DefaultHolderName()}
+	cfg := clientConfig{logger: slog.Default(), nodeTimeout: DefaultNodeTimeout, holderName: DefaultHolderName()}
 	for _, opt := range opts {
 		if opt == nil {
 			return cfg, fmt.Errorf("%w: nil Option", ErrInvalidOption)
@@ -81,8 +81,11 @@ func WithNodeTimeout(d time.Duration) Option {
 }
 
 // WithLogger sets where the Client reports what it cannot return to a caller,
-// such as a failed clean-up of a lock whose acquire reply was lost. The
-// default discards everything.
+// such as a failed clean-up of a lock whose acquire reply was lost, or a
+// deployment setting that weakens locks (CheckDeployment). The default is
+// slog.Default() as it is when New or NewRedlock is called; packages built
+// on the Client (election) log there too unless told otherwise. To
+// discard, pass slog.New(slog.DiscardHandler).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *clientConfig) {
 		if l == nil {

@@ -48,9 +48,8 @@
 // Redis down or paused: Campaign returns the error of Redis at once,
 // wrapped (errors.As finds the *dlock.NodeError, errors.Is the network's
 // error). Lead retries it, after a pause that grows up to a lease, and logs
-// each failure with its error through the logger of WithLogger
-// (slog.Default() unless given; the dlock Client's own logger is not
-// used); when its deadline passes, its error wraps the deadline and the
+// each failure with its error through the dlock Client's logger
+// (dlock.WithLogger, default slog.Default(); WithLogger overrides it); when its deadline passes, its error wraps the deadline and the
 // last failure of Redis. Cancelling Lead's context is a shutdown: Lead
 // resigns and returns nil.
 //

@@ -36,6 +36,9 @@ type Leader struct {
 // ErrInvalid.
 func New(locker *dlock.Client, name string, opts ...Option) *Election {
 	e := &Election{locker: locker, name: name, cfg: config{ttl: DefaultTTL, logger: slog.Default()}}
+	if locker != nil {
+		e.cfg.logger = locker.Logger()
+	}
 	for _, opt := range opts {
 		if opt == nil {
 			e.err = fmt.Errorf("%w: nil Option", ErrInvalid)

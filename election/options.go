@@ -41,9 +41,9 @@ func WithTTL(ttl time.Duration) Option {
 // a Redlock campaign that Campaign repeats because no term was agreed
 // (Warn). Records carry the attribute "election" with the election's name.
 //
-// The default is slog.Default() as it is when New is called, so that an
-// election that cannot reach Redis is never silent; the dlock Client's own
-// logger (dlock.WithLogger) is not used: pass the same logger to both.
+// The default is the dlock Client's logger (dlock.WithLogger, whose own
+// default is slog.Default()), so that an election that cannot reach Redis
+// is never silent.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l == nil {

@@ -133,6 +133,32 @@ func TestLeadRedisDownLogsAndReturnsTheCause(t *testing.T) {
 	}
 }
 
+// Without WithLogger, Lead logs through the dlock Client's logger
+// (dlock.WithLogger).
+func TestLeadLogsThroughTheClientsLogger(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	srv.Kill()
+	var log records
+	locker := dlock.New(srv.Client(), dlock.WithLogger(slog.New(&log)))
+	t.Cleanup(func() { locker.Close() })
+	e := election.New(locker, testName(t), election.WithTTL(100*time.Millisecond))
+	ctx, expire := expiring()
+	defer expire()
+	done := make(chan error, 1)
+	go func() {
+		done <- election.Lead(ctx, e, "p", func(context.Context) error {
+			t.Error("fn ran with Redis down")
+			return nil
+		})
+	}()
+	eventually(t, 30*time.Second, "a failed campaign logged through the Client's logger", func() bool {
+		return len(log.matching(slog.LevelWarn, "campaign failed")) >= 1
+	})
+	expire()
+	<-done
+}
+
 // Cancelling Lead's context is a shutdown: Lead resigns and returns nil,
 // whether it leads or campaigns, unless the work returned an error of its
 // own.

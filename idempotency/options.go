@@ -44,7 +44,7 @@ func newConfig(opts []Option) config {
 		maxResult: DefaultMaxResult,
 		prefix:    DefaultPrefix,
 		lockTTL:   DefaultLockTTL,
-		logger:    slog.New(slog.DiscardHandler),
+		logger:    slog.Default(),
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -137,8 +137,9 @@ func WithLockTTL(d time.Duration) Option {
 }
 
 // WithLogger sets where the Store reports what it cannot return to a caller,
-// such as a response too large to store, or a failed release. The default
-// discards everything.
+// such as a response too large to store, a lock lost while its request ran,
+// or a failed release. The default is slog.Default() as it is when New is
+// called; to discard, pass slog.New(slog.DiscardHandler).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l == nil {
