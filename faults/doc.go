@@ -91,4 +91,11 @@
 //     called from any goroutine, for example from a time.AfterFunc that cuts
 //     the network in the middle of a call. [New] and [Nodes] must be called
 //     from the test's goroutine.
+//
+// # Slow runs
+//
+// TestStalledHolderExpiry stalls a holder's connection 3 times by default;
+// with DLOCK_SLOW_FAULTS=1 it does so 20 times, and DLOCK_STALL_RUNS=N sets
+// any count. The other packages' slow fault tests read DLOCK_SLOW_FAULTS
+// too (see the README's Development section).
 package faults
