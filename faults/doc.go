@@ -94,8 +94,8 @@
 //
 // # Slow runs
 //
-// TestStalledHolderExpiry stalls a holder's connection 3 times by default;
-// with DLOCK_SLOW_FAULTS=1 it does so 20 times, and DLOCK_STALL_RUNS=N sets
-// any count. The other packages' slow fault tests read DLOCK_SLOW_FAULTS
+// TestStalledHolderExpiry stalls a holder's connection 20 times by default
+// (about 30 s); with DLOCK_SLOW_FAULTS=1 it does so 100 times, and
+// DLOCK_STALL_RUNS=N sets any count. The other packages' slow fault tests read DLOCK_SLOW_FAULTS
 // too (see the README's Development section).
 package faults
