@@ -25,8 +25,9 @@ lost (Redis down or paused past the ttl, the key deleted), COMMAND's process
 group gets SIGTERM, and SIGKILL --grace later, as with dlock run; once
 COMMAND has exited, dlock campaigns again. A host that dies, or whose dlock
 is killed, loses the seat when its lease runs out: another host's dlock
-takes over then, and starts its COMMAND. (COMMAND does not die with a
-SIGKILLed dlock: it runs in a process group of its own.)
+takes over then, and starts its COMMAND. A dlock that dies takes COMMAND
+with it on Linux and FreeBSD, as with dlock run (see dlock run --help); on
+other systems COMMAND runs on until it ends by itself.
 
 When COMMAND exits by itself, dlock resigns, which lets another host take
 over at once, and exits with COMMAND's status. SIGINT, SIGTERM and SIGHUP

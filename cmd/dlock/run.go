@@ -32,6 +32,12 @@ on to COMMAND's process group (so COMMAND cannot read from a terminal), and
 dlock waits for COMMAND to exit. Then, however COMMAND ended, dlock releases
 the lock, or with --min-hold keeps it until that long after it was obtained.
 
+If dlock itself dies (SIGKILL, the OOM killer), COMMAND gets SIGKILL from
+the kernel on Linux and FreeBSD (the parent-death signal), so that it does
+not run on without the lock; processes COMMAND started in the background
+are not killed with it. On macOS and other systems COMMAND runs on until it
+ends by itself.
+
 Give a quick job --min-hold: released at once, the lock would be free when
 a host whose clock is a little behind fires the same cron entry, and the job
 would run twice. In a crontab:

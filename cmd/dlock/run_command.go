@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -82,22 +83,49 @@ func lockEnv(lock *dlock.Lock) []string {
 }
 
 // start starts the command in a process group of its own, with env added
-// to dlock's environment, and dlock's standard streams.
+// to dlock's environment, and dlock's standard streams. Where the system
+// can (Linux, FreeBSD), the command is killed when dlock dies, however it
+// dies (see tieToParent).
 func (r *runner) start(env []string) (*child, error) {
 	cmd := exec.Command(r.command[0], r.command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdin, r.stdout, r.stderr
 	cmd.Env = append(os.Environ(), env...)
 	ownProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	tieToParent(cmd)
+	c := &child{exited: make(chan *os.ProcessState, 1)}
+	if err := startAndWait(cmd, c.exited); err != nil {
 		return nil, err
 	}
-	r.logf("started %s (pid %d)", r.commandLine(), cmd.Process.Pid)
-	c := &child{pid: cmd.Process.Pid, exited: make(chan *os.ProcessState, 1)}
-	go func() {
-		_ = cmd.Wait() // an exit status other than 0 is not an error here; the state tells
-		c.exited <- cmd.ProcessState
-	}()
+	c.pid = cmd.Process.Pid
+	r.logf("started %s (pid %d)", r.commandLine(), c.pid)
 	return c, nil
+}
+
+// startAndWait starts cmd, and once it has started waits for it in the
+// background: exited receives its state when it has exited.
+//
+// The goroutine that starts cmd keeps its OS thread to itself until cmd has
+// exited. On Linux the parent-death signal (tieToParent) is sent when the
+// thread that started the child ends, not the process: Go ends a thread
+// when a goroutine locked to it returns without unlocking it, so a thread
+// that went back to the runtime's pool could end under some later
+// goroutine, and kill cmd with dlock alive (go.dev/issue/27505). Locked to
+// this goroutine, which is blocked in cmd.Wait, the thread ends only with
+// dlock.
+func startAndWait(cmd *exec.Cmd, exited chan<- *os.ProcessState) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread() // cmd has exited: the thread may serve others
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait() // an exit status other than 0 is not an error here; the state tells
+		exited <- cmd.ProcessState
+	}()
+	return <-started
 }
 
 // signal sends sig to the command's process group.
