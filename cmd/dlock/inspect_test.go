@@ -98,7 +98,7 @@ func TestStatusFairWaiters(t *testing.T) {
 	}
 	code, out, _ = runCLI(t, "list", "--redis", srv.URL())
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != exitOK || len(lines) != 2 ||
-		!strings.HasSuffix(lines[0], "WAITERS") || !strings.HasSuffix(lines[1], " 2") {
+		!strings.HasSuffix(lines[0], "WAITERS  WHAT") || !strings.HasSuffix(lines[1], " 2        -") {
 		t.Errorf("list with two fair waiters = %d, %q; want a WAITERS column that says 2", code, out)
 	}
 
