@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 )
 
 // Exit statuses. Those from 64 on are the BSD sysexits.h codes, which
@@ -23,7 +25,7 @@ const (
 	exitUsage       = 64 // EX_USAGE: the command line is wrong; the error says how
 	exitUnavailable = 69 // EX_UNAVAILABLE: Redis cannot be reached, or failed
 	exitNotObtained = 75 // EX_TEMPFAIL: run: another holder has the lock (default of --conflict-exit-code)
-	exitLockLost    = 76 // run: the lock was lost while the command ran, which was terminated
+	exitLockLost    = 76 // run: the lock was lost before the command ended (which was terminated, or ended first)
 	exitSlotTaken   = 79 // run --once-per: the slot is done, running elsewhere, or out of attempts
 )
 
@@ -169,16 +171,49 @@ func parseFlags(fs *flag.FlagSet, args []string, maxArgs int, stdout, stderr io.
 		fs.Usage()
 		return exitOK, true
 	case err != nil:
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		fmt.Fprintf(stderr, "%s: %s\n", fs.Name(), flagError(fs, err))
 	case fs.NArg() > maxArgs:
 		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(maxArgs))
 	default:
 		fs.SetOutput(stderr)
 		return exitOK, false
 	}
+	// The mistake, and where to read more: the whole usage would bury it.
 	fs.SetOutput(stderr)
-	fs.Usage()
+	fmt.Fprintf(stderr, "Run '%s --help' for its flags.\n", fs.Name())
 	return exitUsage, true
+}
+
+// flagError says what is wrong with a flag, as the flag package's err
+// does, and for a duration without a unit (--ttl 10), what to write.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	// The flag package's words: invalid value "10" for flag -ttl: parse error
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		return msg
+	}
+	value, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return msg
+	}
+	name, _, _ := strings.Cut(strings.TrimPrefix(rest[len(value):], " for flag -"), ":")
+	f := fs.Lookup(name)
+	if f == nil {
+		return msg
+	}
+	getter, ok := f.Value.(flag.Getter)
+	if !ok {
+		return msg
+	}
+	if _, isDuration := getter.Get().(time.Duration); !isDuration {
+		return msg
+	}
+	value, _ = strconv.Unquote(value)
+	if _, err := strconv.ParseFloat(value, 64); err == nil {
+		return fmt.Sprintf("--%s %s has no unit: use a unit, e.g. %ss (or ms, m, h)", name, value, value)
+	}
+	return fmt.Sprintf("--%s %q is no duration: use a number and a unit, e.g. 10s, 1m30s or 2h", name, value)
 }
 
 // versionString describes this build: the module version when built with

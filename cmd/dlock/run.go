@@ -87,7 +87,9 @@ Exit status:
              127 if it was not found, 126 if it could not be started
   75         the lock was not obtained: another holder has it, or earlier --fair
              waiters go first (--conflict-exit-code)
-  76         the lock was lost while COMMAND ran, and COMMAND was terminated
+  76         the lock was lost before COMMAND ended: COMMAND was terminated, or it
+             ended first (dlock found the lock gone when releasing it, or keeping it
+             for --min-hold) and may have run beside another holder
   79         --once-per: the slot is done already, running on another host, or
              failed there; COMMAND did not run (--conflict-exit-code changes it)
   64         usage error: a bad flag, no --key, no -- before COMMAND, a bad URL,
@@ -298,7 +300,7 @@ func (r *runner) run(ctx context.Context) int {
 	switch {
 	case sig != nil:
 		if lock != nil {
-			r.release(ctx, lock)
+			r.release(ctx, lock, -1)
 		}
 		r.inform("got %s before %s started; not running it", signalName(sig), r.commandLine())
 		return signalStatus(sig)
