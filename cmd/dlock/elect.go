@@ -82,7 +82,7 @@ func runElect(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // parseElectArgs parses the command line of the elect verb. When done, the
 // verb must return code at once.
 func parseElectArgs(args []string, getenv func(string) string, stdout, stderr io.Writer) (e *elector, code int, done bool) {
-	e = &elector{runner: &runner{}}
+	e = &elector{runner: &runner{verb: "elect"}}
 	fs := newFlagSet("elect", electSynopsis, electAbout)
 	usage := fs.Usage
 	fs.Usage = func() {

@@ -272,6 +272,7 @@ type runner struct {
 	stdout, stderr io.Writer // stderr is safe for concurrent use
 	tty            bool      // stderr is a terminal
 	leaseDesc      string    // what the command runs under, for messages; "" for the lock on the key
+	verb           string    // the verb that runs the command, for the holder's name: "run" or "elect"; "" for run
 }
 
 // run obtains the lock, runs the command and releases the lock, and returns
