@@ -22,6 +22,7 @@ import (
 const (
 	exitOK          = 0  // done, and every check held
 	exitFail        = 1  // something went wrong that has no status of its own (the demo: any failure)
+	exitNone        = 3  // status: the lock is free; leader: no leader
 	exitUsage       = 64 // EX_USAGE: the command line is wrong; the error says how
 	exitUnavailable = 69 // EX_UNAVAILABLE: Redis cannot be reached, or failed
 	exitNotObtained = 75 // EX_TEMPFAIL: run: another holder has the lock (default of --conflict-exit-code)

@@ -216,7 +216,7 @@ func retryable(err error) bool {
 // terminated and elect campaigns again.
 func (e *elector) lead(ctx context.Context, l *election.Leadership, sigs <-chan os.Signal) (status int, lost bool) {
 	e.leaseDesc = fmt.Sprintf("the leadership of %q (term %d)", e.key, l.Term())
-	e.logf("leading %q in term %d", e.key, l.Term())
+	e.logf("leading %q in term %s", e.key, withTime(l.Term()))
 	c, err := e.start([]string{"DLOCK_KEY=" + e.key, "DLOCK_TERM=" + strconv.FormatInt(l.Term(), 10)})
 	if err != nil {
 		e.errorf("cannot run %s: %v", e.commandLine(), err)

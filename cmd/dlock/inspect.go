@@ -123,11 +123,26 @@ func showTTL(ttl time.Duration) string {
 	return ttl.Round(time.Millisecond).String()
 }
 
+// showFence shows a fence for a person: the number, and the time it
+// stands for (see withTime); "unknown" for 0.
 func showFence(fence int64) string {
 	if fence == 0 {
 		return "unknown"
 	}
-	return strconv.FormatInt(fence, 10)
+	return withTime(fence)
+}
+
+// withTime shows a fence or an election's term, as in
+// "1795728702495975 (2026-11-26 22:51:42 UTC)": a fence is at least the
+// server's time in microseconds when its holder obtained the lock, and
+// nearly always that time, so the time says when. A number that stands for
+// no time of this era (a fence of another scheme) is shown alone.
+func withTime(fence int64) string {
+	text := strconv.FormatInt(fence, 10)
+	if t := time.UnixMicro(fence).UTC(); fence > 0 && t.Year() >= 2000 && t.Year() < 2200 {
+		text += " (" + t.Format("2006-01-02 15:04:05 MST") + ")"
+	}
+	return text
 }
 
 // printStatus writes what dlock status shows of one lock.
@@ -140,7 +155,7 @@ func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
 	if !info.Held {
 		fmt.Fprintf(tw, "held:\tno\n")
 		if info.Fence != 0 {
-			fmt.Fprintf(tw, "last fence:\t%d\n", info.Fence)
+			fmt.Fprintf(tw, "last fence:\t%s\n", withTime(info.Fence))
 		}
 		if info.Waiters > 0 { // free for a moment: the first waiter is about to take it
 			fmt.Fprintf(tw, "waiters:\t%d\n", info.Waiters)
@@ -389,23 +404,35 @@ token handed out for it, its holder as a fingerprint of the holder's token
 (8 hex digits, never the token: whoever knows the token can release the
 lock; dlock run -v logs its own), and, if waiters queue for it (dlock run
 --wait, or a program's Obtain, on a single server), how many; waiters on a
-Redlock quorum leave no trace and are not counted. Exits 0 whether or not
-the lock is held; --json
-says which, for scripts. On a Redlock quorum (several --redis), the lock is
-held when a majority of the servers hold it with the same token; the ttl
-shown is the least among them.`)
+Redlock quorum leave no trace and are not counted. A fence is shown with
+the time it stands for: the server's time when its holder obtained the lock.
+On a Redlock quorum (several --redis), the lock is held when a majority of
+the servers hold it with the same token; the ttl shown is the least among
+them.
+
+Exit status (as dlock leader's):
+  0   the lock is held
+  3   the lock is free
+  64  usage error
+  69  Redis could not be reached, or failed`)
 	f.register(fs)
 	key, code, done := parseKeyAndFlags(fs, args, stdout, stderr)
 	if done {
 		return code
 	}
-	return f.do(ctx, stderr, false, func(ctx context.Context, t target) error {
+	held := true
+	code = f.do(ctx, stderr, false, func(ctx context.Context, t target) error {
 		info, err := t.locker.Inspect(ctx, key)
 		if err != nil {
 			return err
 		}
+		held = info.Held
 		return printStatus(stdout, info, f.asJSON)
 	})
+	if code == exitOK && !held {
+		return exitNone
+	}
+	return code
 }
 
 func runList(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {

@@ -31,11 +31,11 @@ func (r *runner) obtain(ctx context.Context, locker *dlock.Client) (*dlock.Lock,
 	}
 	switch {
 	case err == nil && waited:
-		r.logf("obtained the lock on %q after waiting %v (fence %d, ttl %v, renewed every %v, holder %s)",
-			r.key, time.Since(start).Round(time.Millisecond), lock.Fence(), r.ttl, r.ttl/3, lock.Fingerprint())
+		r.logf("obtained the lock on %q after waiting %v (fence %s, ttl %v, renewed every %v, holder %s)",
+			r.key, time.Since(start).Round(time.Millisecond), withTime(lock.Fence()), r.ttl, r.ttl/3, lock.Fingerprint())
 		return lock, exitOK
 	case err == nil:
-		r.logf("obtained the lock on %q (fence %d, ttl %v, renewed every %v, holder %s)", r.key, lock.Fence(), r.ttl, r.ttl/3, lock.Fingerprint())
+		r.logf("obtained the lock on %q (fence %s, ttl %v, renewed every %v, holder %s)", r.key, withTime(lock.Fence()), r.ttl, r.ttl/3, lock.Fingerprint())
 		return lock, exitOK
 	case ctx.Err() != nil:
 		return nil, exitFail // interrupted
