@@ -30,6 +30,25 @@ const (
 	exitSlotTaken   = 79 // run --once-per: the slot is done, running elsewhere, or out of attempts
 )
 
+// exitStatuses is the one table of dlock's exit statuses, for every verb:
+// dlock --help shows it, and so does the README's section on the command
+// (TestExitStatusTable keeps the two alike). Each verb's help says which
+// apply to it.
+var exitStatuses = []struct{ code, meaning string }{
+	{strconv.Itoa(exitOK), "done: the command that run or elect ran exited 0; status: the lock is held; leader: a leader leads; check: no warning"},
+	{strconv.Itoa(exitFail), "demo: an invariant broke; check: a setting weakens locks"},
+	{strconv.Itoa(exitNone), "status: the lock is free; leader: nobody leads"},
+	{strconv.Itoa(exitUsage), "usage error (EX_USAGE): a bad flag, argument or URL; release: no --force, or the key is no lock and the flag that allows it is missing"},
+	{strconv.Itoa(exitUnavailable), "Redis could not be reached, or failed (EX_UNAVAILABLE); on a Redlock quorum, fewer than a majority of its servers answered"},
+	{strconv.Itoa(exitNotObtained), "run: the lock was not obtained: another holder has it, or earlier --fair waiters go first (EX_TEMPFAIL; --conflict-exit-code changes it)"},
+	{strconv.Itoa(exitLockLost), "run: the lock was lost before the command ended: dlock terminated the command, or found the lock gone when it ended"},
+	{strconv.Itoa(exitSlotTaken), "run --once-per: the slot is done already, running on another host, or failed there (--conflict-exit-code changes it)"},
+	{strconv.Itoa(exitCannotExecute), "run, elect: the command could not be started"},
+	{strconv.Itoa(exitNotFound), "run, elect: the command was not found"},
+	{"128+N", "run, elect: signal N killed the command, or reached dlock before the command started"},
+	{"other", "run, elect: the command's own exit status"},
+}
+
 // A command is one verb of the CLI. It parses its own arguments with its own
 // flag.FlagSet (see newFlagSet) and returns the exit status. stdin is what a
 // verb that runs a program hands on to it; the others ignore it.
@@ -136,7 +155,35 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprint(w, "\nRun 'dlock <command> --help' for the flags of a command.\n")
-	fmt.Fprintf(w, "A usage error exits with status %d (EX_USAGE); each command's help gives the others.\n", exitUsage)
+	fmt.Fprint(w, "\nExit status:\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, e := range exitStatuses {
+		for i, line := range wrap(e.meaning, 70) {
+			code := e.code
+			if i > 0 {
+				code = ""
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", code, line)
+		}
+	}
+	tw.Flush()
+}
+
+// wrap cuts text into lines of at most width bytes, between words.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(word) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	return append(lines, line)
 }
 
 // newFlagSet returns the FlagSet of a verb, whose usage reads
