@@ -74,7 +74,9 @@
 // keeps the last fence while the lock lives (on a Redlock, it is empty until
 // the first Lock.Fence), and its name is also the channel a release is
 // published on; in fair mode "dlock:queue..." and
-// "dlock:lease..." hold the waiters, and expire when nobody waits. Lock keys
+// "dlock:lease..." hold the waiters, and expire when nobody waits; a
+// ForceRelease leaves "dlock:forced..." for a minute, so that a copy of it
+// that go-redis sends again deletes nothing more. Lock keys
 // may be any bytes, including binary data and Unicode; keys of any other
 // Redis type are refused with ErrWrongType.
 package dlock
