@@ -166,6 +166,8 @@ func urlDefect(err error) string {
 		return "a character that a host name cannot hold"
 	case strings.Contains(msg, "invalid port"):
 		return "a port that is not a number (a password's unescaped '/', '?' or '#' ends the host early)"
+	case strings.Contains(msg, "missing ']'"):
+		return "a '[' without its ']' in the host"
 	case strings.Contains(msg, "control character"):
 		return "a control character"
 	}
