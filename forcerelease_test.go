@@ -3,8 +3,9 @@ package dlock_test
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,9 +84,10 @@ func TestForceReleaseHolderDeletesWhatItSaw(t *testing.T) {
 // TestForceReleaseResent pauses Redis while a force release is in flight,
 // on a client with go-redis's default options: it sends the script again
 // after each ReadTimeout (3s), on other connections, and every copy runs
-// when Redis comes back. A new holder's acquire queued between the first
-// copy and the others takes the lock the first copy deleted: the others
-// must leave it alone, and the answer must say the lock was deleted.
+// when Redis comes back, in the order it arrived. A new holder's acquire
+// that arrived between the first copy and the others takes the lock the
+// first copy deleted: the others must leave it alone, and the answer must
+// say the lock was deleted.
 func TestForceReleaseResent(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -93,18 +95,10 @@ func TestForceReleaseResent(t *testing.T) {
 	key := testKey(t)
 	mustObtain(t, e.locker, key, time.Minute)
 
-	var once sync.Once
-	var armed atomic.Bool
-	sent := make(chan struct{})
 	opRdb := redis.NewClient(&redis.Options{Addr: e.srv.Addr()}) // go-redis's defaults
 	t.Cleanup(func() { opRdb.Close() })
-	opRdb.AddHook(evalHook{func() {
-		if armed.Load() {
-			once.Do(func() { close(sent) })
-		}
-	}})
 	operator := newLocker(t, opRdb)
-	warmPool(t, opRdb, 4) // the resent copies go on open connections
+	warmPool(t, opRdb, 4) // the copies sent again go on open connections
 	mustObtain(t, e.locker, key+":warm-up", time.Minute)
 	if deleted, err := operator.ForceRelease(ctx, key+":warm-up"); err != nil || !deleted { // Redis has the script
 		t.Fatalf("ForceRelease = %v, %v", deleted, err)
@@ -122,9 +116,11 @@ func TestForceReleaseResent(t *testing.T) {
 	if _, err := b.Inspect(ctx, key); err != nil { // B's connection is open, its scripts loaded
 		t.Fatal(err)
 	}
+	if _, err := unreadConns(e.srv.Port()); err != nil {
+		t.Skipf("cannot see what waits in Redis's sockets: %v", err)
+	}
 
 	e.srv.Pause()
-	armed.Store(true)
 	resumed := false
 	defer func() {
 		if !resumed {
@@ -136,12 +132,12 @@ func TestForceReleaseResent(t *testing.T) {
 		err     error
 	}
 	done := make(chan result, 1)
+	start := time.Now()
 	go func() {
 		deleted, err := operator.ForceReleaseHolder(timeout(t, 30*time.Second), seen)
 		done <- result{deleted, err}
 	}()
-	<-sent
-	time.Sleep(200 * time.Millisecond) // the first copy is written; the next comes 3s later
+	waitUnread(t, e.srv.Port(), 1, "the first copy to reach Redis")
 	type acquired struct {
 		lock *dlock.Lock
 		err  error
@@ -151,7 +147,16 @@ func TestForceReleaseResent(t *testing.T) {
 		lock, err := b.TryObtain(timeout(t, 30*time.Second), key, time.Minute)
 		got <- acquired{lock, err}
 	}()
-	time.Sleep(7 * time.Second) // the copies sent after ReadTimeout queue behind B's acquire
+	waitUnread(t, e.srv.Port(), 2, "B's acquire to reach Redis")
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		// The second copy, 3s after the first, may have come before B's.
+		e.srv.Resume()
+		resumed = true
+		<-done
+		<-got
+		t.Skipf("the machine is too busy: B's acquire reached Redis %v after the force release began", took)
+	}
+	time.Sleep(7*time.Second - time.Since(start)) // two copies more, 3s and 6s after the first
 	e.srv.Resume()
 	resumed = true
 
@@ -183,20 +188,39 @@ func warmPool(t *testing.T, rdb *redis.Client, n int) {
 	}
 }
 
-// evalHook calls onEval when a script is about to be sent.
-type evalHook struct{ onEval func() }
-
-func (h evalHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h evalHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if name := cmd.Name(); name == "evalsha" || name == "eval" {
-			h.onEval()
-		}
-		return next(ctx, cmd)
-	}
+// waitUnread waits until n connections to the server on port have data
+// that it has not read (it is paused), for up to 10s.
+func waitUnread(t *testing.T, port, n int, what string) {
+	t.Helper()
+	eventually(t, 10*time.Second, what, func() bool {
+		got, err := unreadConns(port)
+		return err == nil && got >= n
+	})
 }
 
-func (h evalHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+// unreadConns counts the connections accepted by the server on port
+// whose data the server has not read yet, from Linux's /proc/net/tcp
+// (the receive queue of each socket).
+func unreadConns(port int) (int, error) {
+	n := 0
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return 0, err
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) < 5 {
+				continue
+			}
+			_, localPort, _ := strings.Cut(fields[1], ":")
+			_, rxQueue, _ := strings.Cut(fields[4], ":")
+			p, err1 := strconv.ParseInt(localPort, 16, 32)
+			rx, err2 := strconv.ParseInt(rxQueue, 16, 64)
+			if err1 == nil && err2 == nil && int(p) == port && fields[3] == "01" && rx > 0 { // 01: established
+				n++
+			}
+		}
+	}
+	return n, nil
 }

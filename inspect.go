@@ -2,6 +2,7 @@ package dlock
 
 import (
 	"context"
+	"crypto/sha1" //nolint:gosec // matches Lua's redis.sha1hex; see sha1Hex
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -38,8 +39,10 @@ type LockInfo struct {
 
 	value string // see Value
 
-	// seen is what Redis held, for ForceReleaseHolder: the lock's token,
-	// or the names (class and token) of a shared hold's holders
+	// seen is what Redis held, for ForceReleaseHolder: the SHA-1 (hex) of
+	// the lock's token, or of the names (class and token) of a shared
+	// hold's holders. Never the tokens themselves, which release the lock:
+	// a LockInfo may be logged.
 	seen []string
 
 	// HolderName names the holder, as its Client's WithHolderName did
@@ -122,7 +125,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	}
 	info := LockInfo{Key: key, Held: r.code == stateHeld, Fingerprint: fingerprint(r.token), Fence: r.fence, Waiters: int(r.waiters)}
 	if info.Held && r.holders == nil {
-		info.seen = []string{r.token}
+		info.seen = []string{sha1Hex(r.token)}
 	}
 	if info.Held {
 		info.HolderName, info.value = splitToken(r.token)
@@ -136,7 +139,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 				name, value := splitToken(h.token)
 				info.Holders[i] = HolderInfo{Mode: h.mode, Fingerprint: fingerprint(h.token), TTL: pttlDuration(h.pttl), Fence: h.fence,
 					HolderName: name, Since: sinceFence(h.fence), value: value}
-				info.seen = append(info.seen, holderClass[h.mode]+h.token)
+				info.seen = append(info.seen, sha1Hex(holderClass[h.mode]+h.token))
 			}
 			if len(info.Holders) > 0 { // the first to expire, as TTL and Fingerprint
 				info.Since = info.Holders[0].Since
@@ -144,6 +147,14 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 		}
 	}
 	return info, nil
+}
+
+// sha1Hex returns the SHA-1 of s in hex, as Lua's redis.sha1hex does: how
+// ForceReleaseHolder names what it saw without keeping a token. SHA-1 is
+// no weakness here: a token is 128 random bits, which no digest gives back.
+func sha1Hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // holderClass is the class that starts the name of a shared hold's holder
@@ -372,8 +383,9 @@ func inspectOp(key string) op {
 // so that a copy of the call sent again knows of it.
 const forcedKind = "forced"
 
-// forceReleaseOp returns the force release of the holdings seen on key (a
-// lock's token, or the names of a shared hold's holders), by the call id.
+// forceReleaseOp returns the force release of the holdings seen on key
+// (LockInfo.seen: the SHA-1 of a lock's token, or of the names of a shared
+// hold's holders), by the call id.
 func forceReleaseOp(key, id string, seen []string) op {
 	args := make([]any, 0, 1+len(seen))
 	args = append(args, id)

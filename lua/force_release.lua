@@ -8,8 +8,9 @@
 -- KEYS[7]  the mark this script leaves where it deleted (see below);
 --          the other KEYS are unused
 -- ARGV[1]  the call's id: random, the same in every copy of one call
--- ARGV[2]  what the operator saw: a lock's value (its token); for a
---          shared hold, ARGV[2..] are the names of the holders seen
+-- ARGV[2]  what the operator saw: the SHA-1 (hex) of a lock's value (its
+--          token); for a shared hold, ARGV[2..] are the SHA-1s of the names
+--          of the holders seen (the caller keeps no token)
 --
 -- Only what was seen is deleted: a holder that took the key since keeps
 -- it. go-redis may send the call again when a reply is late, and every
@@ -30,21 +31,27 @@ local state = redis.call('TYPE', KEYS[1]).ok
 if state == 'none' then
   return 0
 elseif state == 'string' then
-  if redis.call('GET', KEYS[1]) ~= ARGV[2] then
+  if redis.sha1hex(redis.call('GET', KEYS[1])) ~= ARGV[2] then
     return 0
   end
   redis.call('DEL', KEYS[1])
 elseif state == 'zset' then
-  local removed = 0
+  local seen = {}
   for i = 2, #ARGV do
-    removed = removed + redis.call('ZREM', KEYS[1], ARGV[i])
-    redis.call('HDEL', KEYS[5], ARGV[i])
+    seen[ARGV[i]] = true
+  end
+  local t = redis.call('TIME')
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
+  local removed = 0
+  for _, name in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', now), '+inf')) do
+    if seen[redis.sha1hex(name)] then
+      removed = removed + redis.call('ZREM', KEYS[1], name)
+      redis.call('HDEL', KEYS[5], name)
+    end
   end
   if removed == 0 then
     return 0
   end
-  local t = redis.call('TIME')
-  local now = t[1] * 1000 + math.floor(t[2] / 1000)
   local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1000)
   for _, name in ipairs(gone) do -- expired holdings: nobody's
     redis.call('ZREM', KEYS[1], name)
