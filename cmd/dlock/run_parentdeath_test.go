@@ -3,8 +3,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,5 +53,63 @@ func TestCommandDiesWithDlock(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// TestCommandOutlivesStartingThread starts a command from a goroutine
+// locked to its OS thread that ends without unlocking it, so that Go ends
+// the thread: Linux sends the parent-death signal when the thread that
+// started a child ends, but startAndWait starts it from a thread of its
+// own, kept until the command exits, so the command runs on.
+func TestCommandOutlivesStartingThread(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("sleep", "30")
+	tieToParent(cmd)
+	exited := make(chan *os.ProcessState, 1)
+	type started struct {
+		tid int
+		err error
+	}
+	startedc := make(chan started, 1)
+	var s started
+	for s.tid == 0 {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+			if syscall.Gettid() == os.Getpid() {
+				// The main thread never ends: Go parks it instead. Try
+				// another goroutine, most likely on another thread.
+				runtime.UnlockOSThread()
+				startedc <- started{}
+				return
+			}
+			startedc <- started{syscall.Gettid(), startAndWait(cmd, exited)}
+		}()
+		s = <-startedc
+	}
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	// The thread ends as the goroutine returns; had the thread started the
+	// command, the kernel would kill the command then.
+	var died *os.ProcessState
+	waitUntil(t, "the goroutine's thread to end", func() bool {
+		select {
+		case died = <-exited:
+			return true
+		default:
+		}
+		_, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", s.tid))
+		return os.IsNotExist(err)
+	})
+	if died == nil && !alive(cmd.Process.Pid) {
+		died = <-exited
+	}
+	if died != nil {
+		exited <- died // for the cleanup
+		t.Fatalf("the command died with the thread of the goroutine that asked to start it: %v", died)
 	}
 }
