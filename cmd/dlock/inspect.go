@@ -147,11 +147,17 @@ func withTime(fence int64) string {
 
 // printStatus writes what dlock status shows of one lock.
 func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
+	role := roleOf(info.Key)
 	if asJSON {
-		return json.NewEncoder(w).Encode(toJSON(info))
+		j := toJSON(info)
+		j.What, j.Record = role.what, role.record
+		return json.NewEncoder(w).Encode(j)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "key:\t%q\n", info.Key)
+	if role.what != "" {
+		fmt.Fprintf(tw, "what:\t%s\n", role.what)
+	}
 	if !info.Held {
 		fmt.Fprintf(tw, "held:\tno\n")
 		if info.Fence != 0 {

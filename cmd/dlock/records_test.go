@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,11 @@ func TestListHidesRecords(t *testing.T) {
 	t.Parallel()
 	srv, _ := heldLock(t, "plain")
 	done, attempt, vacancy, _ := packageRecords(t, srv)
+
+	_, out, _ := runCLI(t, "status", "--redis", srv.URL(), done)
+	if want := regexp.MustCompile(`(?m)^what: +the done record of job "nightly" in slot 2026-11-26T00:00:00Z`); !want.MatchString(out) {
+		t.Errorf("status of a done record = %q; want it to match %s", out, want)
+	}
 
 	code, out, errOut := runCLI(t, "list", "--redis", srv.URL())
 	if code != 0 || !strings.Contains(out, `"plain"`) || !strings.Contains(out, "(3 records of packages not shown") {
