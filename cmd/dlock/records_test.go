@@ -160,3 +160,20 @@ func TestListHidesRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestTopHidesRecords: dlock top leaves the packages' records out, as
+// list does, unless --all.
+func TestTopHidesRecords(t *testing.T) {
+	t.Parallel()
+	srv, _ := heldLock(t, "plain")
+	done, _, _, _ := packageRecords(t, srv)
+	for _, tt := range []struct {
+		all  []string
+		want bool
+	}{{nil, false}, {[]string{"--all"}, true}} {
+		code, out, errOut := runCLI(t, append([]string{"top", "--count", "1", "--redis", srv.URL()}, tt.all...)...)
+		if code != 0 || !strings.Contains(out, "\nplain\t") || strings.Contains(out, "\n"+done+"\t") != tt.want {
+			t.Errorf("top %v = %d, %q, %q; want the lock, and the done record shown: %t", tt.all, code, out, errOut, tt.want)
+		}
+	}
+}
