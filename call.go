@@ -101,8 +101,8 @@ const (
 
 // noAnswerError is the error of a call whose context ended before Redis
 // answered. The call goes on in the background; an acquire that lands is
-// released. errors.Is finds in it the context's error and, if the node was
-// failing (see node.failing), the failure's error.
+// released. errors.Is finds in it ErrOutcomeUnknown, the context's error
+// and, if the node was failing (see node.failing), the failure's error.
 type noAnswerError struct {
 	err     error // the context's
 	failing error // the node's failure, or nil
@@ -114,6 +114,10 @@ func (e *noAnswerError) Error() string {
 	}
 	return "no answer before the context ended: " + e.err.Error() + "; " + e.failing.Error()
 }
+
+// Is reports whether target is ErrOutcomeUnknown: the call goes on, and
+// what it does is not known yet.
+func (e *noAnswerError) Is(target error) bool { return target == ErrOutcomeUnknown }
 
 func (e *noAnswerError) Unwrap() []error {
 	if e.failing == nil {

@@ -39,6 +39,11 @@ type Client struct {
 	obs     *observers                  // WithObserver; nil without one (observe_hooks.go)
 
 	own *owner.Group // the goroutines of this Client, which Close stops and waits for
+
+	// markerTTL is how long a release marker lives, boxed milliseconds:
+	// longer than the Redis clients go on sending copies of one command
+	// (see resendWindow and release.lua)
+	markerTTL any
 }
 
 // New returns a Client that keeps its locks on rdb: a *redis.Client (also
@@ -65,6 +70,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		c.node = newNode(rdb, cfg.ack, batchLanes)
 		c.node.obs = c.obs
 		c.nodes = []*node{c.node}
+		c.markerTTL = markerTTLOf(c.nodes)
 		c.subs = []*wake.Subscriber{wake.New(rdb, c.logger)}
 	}
 	return c
@@ -258,7 +264,7 @@ func (c *Client) try(ctx context.Context, a attempt, cfg obtainConfig) (lock *Lo
 func (c *Client) hold(a attempt, r reply, sent time.Time, cfg obtainConfig) (*Lock, error) {
 	lock := c.newLock(a, r.value, sent)
 	lock.raise = r.raise
-	lock.renewed = cfg.autoRenew
+	lock.renewed, lock.record = cfg.autoRenew, cfg.record
 	lock.stragglers = r.stragglers
 	if c.obs != nil {
 		c.observeHold(lock)
@@ -297,6 +303,10 @@ func replyLost(err error) bool {
 	return true
 }
 
+// Logger returns the logger the Client reports to (WithLogger), so that
+// code built on the Client reports to the same place.
+func (c *Client) Logger() *slog.Logger { return c.logger }
+
 // releaseInBackground runs releaseLate in a goroutine the Client tracks.
 func (c *Client) releaseInBackground(acquire attempt) {
 	c.own.Go(func() { c.releaseLate(acquire) })
@@ -309,7 +319,15 @@ func (c *Client) releaseInBackground(acquire attempt) {
 // key if it still holds token, so it never touches anyone else's lock.
 // Trying for longer than the lock lives is pointless, so its ttl bounds it.
 // acquire is the acquire to undo.
+//
+// A record's acquire (AsRecord) is not undone: its caller was told that the
+// outcome is unknown (ErrOutcomeUnknown), and a record that landed is what
+// it asked for (a job's done record, say): deleting it would undo finished
+// work. It expires with its ttl.
 func (c *Client) releaseLate(acquire attempt) {
+	if acquire.record {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), acquire.ttl)
 	defer cancel()
 	if _, err := c.run(ctx, acquire.undo(false)); err != nil {

@@ -3,7 +3,6 @@ package dlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -29,7 +28,7 @@ import (
 // sent even if ctx has ended by then, and waits at most ttl.
 func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...ObtainOption) (err error) {
 	if fn == nil {
-		return fmt.Errorf("%w: Do with a nil function", ErrInvalidOption)
+		return ErrNilFunc
 	}
 	cfg, err := c.check(key, ttl, append([]ObtainOption{WithAutoRenew(true)}, opts...))
 	if err != nil {
@@ -45,6 +44,9 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 // holdWhile obtains a Lock with obtain and runs fn while it holds it, as
 // Do says, for every kind of hold.
 func (c *Client) holdWhile(ctx context.Context, cfg obtainConfig, fn func(ctx context.Context) error, obtain func() (*Lock, error)) (err error) {
+	if cfg.record {
+		return errRecordInDo
+	}
 	lock, err := obtain()
 	if err != nil {
 		return err

@@ -168,7 +168,7 @@ func TestDoBadInputs(t *testing.T) {
 		do   func() error
 		want error
 	}{
-		{"nil fn", func() error { return e.locker.Do(context.Background(), "k", time.Second, nil) }, dlock.ErrInvalidOption},
+		{"nil fn", func() error { return e.locker.Do(context.Background(), "k", time.Second, nil) }, dlock.ErrNilFunc},
 		{"empty key", func() error { return e.locker.Do(context.Background(), "", time.Second, fn) }, dlock.ErrInvalidKey},
 		{"zero ttl", func() error { return e.locker.Do(context.Background(), "k", 0, fn) }, dlock.ErrInvalidTTL},
 		{"nil option", func() error { return e.locker.Do(context.Background(), "k", time.Second, fn, nil) }, dlock.ErrInvalidOption},

@@ -39,6 +39,12 @@
 //   - Every call returns by the time its context is done, even if Redis hangs.
 //     An acquire whose reply is lost, or arrives after its caller gave up, is
 //     released in the background (Close waits for that).
+//   - Every call has one effect. go-redis sends a command again when its
+//     reply is late (MaxRetries, 3 by default), and every copy runs; the
+//     copies of a call find what the first did and answer as it did. An
+//     answer never claims an effect that did not happen, nor denies one
+//     that did; a call whose answer did not come back returns an error
+//     wrapping ErrOutcomeUnknown.
 //
 // # Limits
 //
@@ -74,9 +80,12 @@
 // keeps the last fence while the lock lives (on a Redlock, it is empty until
 // the first Lock.Fence), and its name is also the channel a release is
 // published on; in fair mode "dlock:queue..." and
-// "dlock:lease..." hold the waiters, and expire when nobody waits; a
-// ForceRelease leaves "dlock:forced..." for a minute, so that a copy of it
-// that go-redis sends again deletes nothing more. Lock keys
+// "dlock:lease..." hold the waiters, and expire when nobody waits. A
+// release leaves "dlock:freed..." followed by the key and the token for as
+// long as go-redis may send it again (44 s with its default options), so
+// that a copy sent again knows its own release; a ForceRelease leaves
+// "dlock:forced..." for a minute, so that a copy of it that go-redis sends
+// again deletes nothing more. Lock keys
 // may be any bytes, including binary data and Unicode; keys of any other
 // Redis type are refused with ErrWrongType.
 package dlock

@@ -27,7 +27,7 @@ func readmeLead(ctx context.Context, locker *dlock.Client, hostname string, sche
 
 func readmeNightly(ctx context.Context, locker *dlock.Client, report func(context.Context) error) (jobs.Outcome, error) {
 	runner := jobs.New(locker, jobs.WithAttempts(2)) // one per process
-	slot := jobs.Slot(time.Now(), 24*time.Hour)      // hosts up to 12 h early or late agree
+	slot := jobs.Slot(time.Now(), 24*time.Hour)      // the day (UTC) it is fired in
 	outcome, err := runner.Run(ctx, "nightly-report", slot, report)
 	return outcome, err // jobs.Ran here; or AlreadyDone, RunningElsewhere, NoAttemptsLeft
 }

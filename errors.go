@@ -40,6 +40,10 @@ var (
 	// ErrNilClient means New was given a nil Redis client.
 	ErrNilClient = errors.New("dlock: nil redis client")
 
+	// ErrNilFunc means Do (of a Client, a Semaphore or an RWMutex) was
+	// given a nil function to run. Nothing was obtained.
+	ErrNilFunc = errors.New("dlock: do: nil function")
+
 	// ErrInvalidOption means an option was given a value it cannot use.
 	ErrInvalidOption = errors.New("dlock: invalid option")
 
@@ -59,6 +63,19 @@ var (
 
 	// ErrReleased is what Lock.Err returns after Release released the lock.
 	ErrReleased = errors.New("dlock: lock released")
+
+	// ErrOutcomeUnknown means a call went to Redis but its answer did not
+	// come back: the context ended first (the call goes on in the
+	// background), or the Redis client gave up waiting (a timeout, a
+	// connection closed after the command was sent). The call then had
+	// its effect once, or not at all; never twice. An acquire that may
+	// have taken the lock is released in the background. After a Release,
+	// Refresh or ReleaseStoring that returns it, the Lock stays as it was:
+	// calling it again is safe, and answers for both calls (a Release that
+	// finds the first one released the lock returns ErrNotHeld, and Err
+	// then wraps ErrReleased). Every error that matches it also matches
+	// the failure or the context's error.
+	ErrOutcomeUnknown = errors.New("dlock: outcome unknown")
 )
 
 // NodeError is a failure to talk to one Redis deployment: a network error,

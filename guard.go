@@ -69,6 +69,13 @@ func (c *Client) checkGuard(key string, cfg obtainConfig) error {
 // lock. It returns an error wrapping ErrNotHeld, and writes nothing, if the
 // lock is not ours any more.
 //
+// It has one effect whatever go-redis sends again: nil means value is
+// stored, also when a copy of the call sent again found the lock gone (the
+// first copy stored it), and ErrNotHeld means this call stored nothing. An
+// error wrapping ErrOutcomeUnknown means the answer did not come back:
+// value is stored or not; calling it again is safe (ErrNotHeld, with Err
+// wrapping ErrReleased, if the first call stored it).
+//
 // key must hash to the lock key's Cluster slot, as for WithGuard. ttl must
 // be at least a millisecond. It works for locks of a single deployment:
 // on a Redlock Client, and for a semaphore's permit or an RW lock's hold,
@@ -85,10 +92,15 @@ func (l *Lock) ReleaseStoring(ctx context.Context, key string, value []byte, ttl
 	if err := checkTTL(ttl); err != nil {
 		return err
 	}
-	// release.lua's ARGV, then the value and its ttl; the lock's keys but
-	// a guard, then the key to store at
+	return l.release(ctx, l.releaseStoringOp(key, value, ttl), ErrReleased)
+}
+
+// releaseStoringOp is the release of ReleaseStoring: release.lua's ARGV,
+// then the value and its ttl; the lock's keys but a guard, then the key to
+// store at.
+func (l *Lock) releaseStoringOp(key string, value []byte, ttl time.Duration) op {
 	o := op{name: "release", keys: append(append(make([]string, 0, 5), l.keys[:4]...), key), onQuorum: (*quorum).release, after: l.stragglers}
 	boxed := l.keyArgs[:min(4, len(l.keyArgs))]
-	o = o.withScript(l.kind.release, boxed, l.arg, "", int64(0), fairLeaseMillis, "", l.client.counted(), value, ttl.Milliseconds())
-	return l.release(ctx, o, ErrReleased)
+	rel := l.client.releaseSetting()
+	return o.withScript(l.kind.release, boxed, l.arg, "", int64(0), fairLeaseMillis, "", rel.counted, l.nextCall(), rel.markerTTL, value, ttl.Milliseconds())
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/dlock-go/dlock/idempotency"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -25,8 +27,18 @@ func TestReadmeChargeOnce(t *testing.T) {
 		fmt.Fprint(w, "charge ", charges.Add(1))
 	})
 	accountOf := func(r *http.Request) string { return r.Header.Get("X-Account") }
+	if err := readmeChargeOnce(t, rdb, payHandler, accountOf, &charges); err != nil {
+		t.Fatal(err)
+	}
+}
 
-	store := idempotency.New(rdb) // one per process, like dlock.New
+// readmeChargeOnce runs the README's code: two requests with one key, and
+// two calls of Do with one key.
+func readmeChargeOnce(t *testing.T, rdb redis.UniversalClient, payHandler http.Handler, accountOf func(*http.Request) string, charges *atomic.Int32) error {
+	store, err := idempotency.New(rdb) // one per process, like dlock.New
+	if err != nil {
+		return err // a nil client, or an invalid option
+	}
 	defer store.Close()
 
 	mux := http.NewServeMux()
@@ -64,4 +76,5 @@ func TestReadmeChargeOnce(t *testing.T) {
 			t.Errorf("Do = %q, %v, %v; want receipt 2", receipt, replayed, err)
 		}
 	}
+	return nil
 }

@@ -67,10 +67,11 @@ type attempt struct {
 	lease time.Duration // the waiter's lease in the queue; 0 to not join it
 	// queued: the channel on which the waiter hears of a handoff or of its
 	// turn to try, its subscriber's own; part of its name in the queue
-	notify  string
-	woken   bool // queued acquire of a barging waiter: a release woke it
-	limit   any  // a semaphore's limit, boxed; nil for other kinds
-	counted any  // the node's (see node.counted), for a release
+	notify string
+	woken  bool           // queued acquire of a barging waiter: a release woke it
+	limit  any            // a semaphore's limit, boxed; nil for other kinds
+	rel    releaseSetting // the Client's, for a release
+	record bool           // AsRecord: an acquire whose outcome is unknown is kept, not taken back
 	// WithGuard: the KEYS of a first try, the lock key, its fence key and
 	// the guard key (keys then ends with the guard key too)
 	guarded []string
@@ -87,7 +88,7 @@ func (a *attempt) guard(key string) {
 // options of cfg and a semaphore's limit (nil for other kinds).
 func (c *Client) newAttempt(kind *holdKind, keys []string, ttl time.Duration, limit any, cfg obtainConfig) attempt {
 	token := cfg.newToken()
-	a := attempt{kind: kind, keys: keys, token: token, arg: token, ttl: ttl, fair: cfg.fair, limit: limit, counted: c.counted()}
+	a := attempt{kind: kind, keys: keys, token: token, arg: token, ttl: ttl, fair: cfg.fair, limit: limit, rel: c.releaseSetting(), record: cfg.record}
 	if kind.class != "" {
 		a.arg = kind.class + token
 	}
@@ -158,44 +159,72 @@ func (a attempt) undo(quiet bool) op {
 	case quiet:
 		mode = "quiet"
 	}
-	return releaseOp(a.kind, a.keys, a.keyArgs, a.arg, mode, ttl, a.notify, a.counted, a.limit)
+	return releaseOp(a.kind, a.keys, a.keyArgs, a.arg, releaseArgs{mode: mode, ttl: ttl, notify: a.notify, call: takeBack, rel: a.rel, limit: a.limit})
 }
 
+// releaseArgs is what a release tells its script besides the holding (see
+// release.lua and hold_release.lua for the ARGV).
+type releaseArgs struct {
+	mode   string        // "" to release, "quiet", or "leave" for a waiter's leave
+	ttl    time.Duration // with "leave": the waiter's ttl, which names it in the queue
+	notify string        // with "leave": the waiter's channel, "" if none
+	// call is the number of the call among the releases of the holding
+	// (see Lock.nextCall), boxed, or takeBack: the script's release marker
+	// records it, so that a copy of the call sent again knows it is one
+	call  any
+	rel   releaseSetting
+	limit any // a semaphore's, nil for other kinds
+}
+
+// takeBack is the call number of the release of an acquire that handed
+// out no Lock (see attempt.undo): boxed once.
+var takeBack any = int64(0)
+
 // releaseOp returns the release of the holding arg (mode "") or, with
-// mode "leave", a waiter's leave (see release.lua and hold_release.lua for
-// the ARGV). boxed are keys boxed already (see op.withScript); limit is a
-// semaphore's, nil for other kinds.
-func releaseOp(kind *holdKind, keys []string, boxed []any, arg any, mode string, ttl time.Duration, notify string, counted, limit any) op {
+// mode "leave", a waiter's leave. boxed are keys boxed already (see
+// op.withScript).
+func releaseOp(kind *holdKind, keys []string, boxed []any, arg any, r releaseArgs) op {
 	o := op{name: "release", keys: keys}
-	if mode == "leave" {
+	if r.mode == "leave" {
 		o.name = "leave" // a quorum has no queue to leave
 	} else {
 		o.onQuorum = (*quorum).release
 	}
-	if limit != nil {
-		return o.withScript(kind.release, boxed, arg, mode, ttl.Milliseconds(), fairLeaseMillis, notify, counted, limit)
+	if r.limit != nil {
+		return o.withScript(kind.release, boxed, arg, r.mode, r.ttl.Milliseconds(), fairLeaseMillis, r.notify, r.rel.counted, r.call, r.rel.markerTTL, r.limit)
 	}
-	return o.withScript(kind.release, boxed, arg, mode, ttl.Milliseconds(), fairLeaseMillis, notify, counted)
+	return o.withScript(kind.release, boxed, arg, r.mode, r.ttl.Milliseconds(), fairLeaseMillis, r.notify, r.rel.counted, r.call, r.rel.markerTTL)
 }
 
 // fairLeaseMillis is FairLease for the scripts' ARGV, boxed once: never
 // changed.
 var fairLeaseMillis any = FairLease.Milliseconds()
 
-// counted returns what a release tells its script of PUBLISH's count (see
-// release.lua): "1" on a single server or Sentinel, "" on a Cluster or a
-// Redlock quorum.
-func (c *Client) counted() any {
+// releaseSetting is what every release of a Client tells its script
+// besides the holding and the call, boxed once.
+type releaseSetting struct {
+	// counted: what a release tells its script of PUBLISH's count (see
+	// release.lua): "1" on a single server or Sentinel, "" on a Cluster or
+	// a Redlock quorum
+	counted any
+	// markerTTL: how long a release marker lives, in milliseconds (see
+	// Client.markerTTL)
+	markerTTL any
+}
+
+// releaseSetting returns this Client's.
+func (c *Client) releaseSetting() releaseSetting {
+	r := releaseSetting{counted: "", markerTTL: c.markerTTL}
 	if c.node != nil {
-		return c.node.counted
+		r.counted = c.node.counted
 	}
-	return ""
+	return r
 }
 
 // The operations of a Lock, of whatever kind: through its kind's scripts.
 
 func (l *Lock) releaseOp() op {
-	o := releaseOp(l.kind, l.keys, l.keyArgs, l.arg, "", 0, "", l.client.counted(), l.limit)
+	o := releaseOp(l.kind, l.keys, l.keyArgs, l.arg, releaseArgs{call: l.nextCall(), rel: l.client.releaseSetting(), limit: l.limit})
 	o.after = l.stragglers
 	return o
 }
@@ -205,6 +234,20 @@ func (l *Lock) refreshOp(ttl time.Duration) op {
 	return o.withScript(l.kind.refresh, l.keyArgs, l.arg, ttl.Milliseconds())
 }
 
+// releaseAfterOp is the refresh that ends the holding here and keeps it in
+// Redis for d (Lock.ReleaseAfter): a release of the holding, numbered as
+// one, which leaves the release marker (see refresh.lua).
+func (l *Lock) releaseAfterOp(d time.Duration) op {
+	o := op{name: "release", keys: l.kind.scriptKeys(l.keys), ttl: d, after: l.stragglers, onQuorum: (*quorum).refresh}
+	return o.withScript(l.kind.refresh, l.keyArgs, l.arg, d.Milliseconds(), l.nextCall(), l.client.markerTTL)
+}
+
+// nextCall returns the number of a new release call of l, boxed: 1 for the
+// first. The scripts' release marker records it, so a copy of the call
+// that the Redis client sent again tells itself from another call.
+// Numbers under 256 box without allocating.
+func (l *Lock) nextCall() any { return l.calls.Add(1) }
+
 func (l *Lock) ttlOp() op {
 	o := op{name: "ttl", keys: l.kind.scriptKeys(l.keys), after: l.stragglers, onQuorum: (*quorum).ttl}
 	return o.withScript(l.kind.ttl, l.keyArgs, l.arg)
@@ -212,7 +255,7 @@ func (l *Lock) ttlOp() op {
 
 // attempt returns an acquire that l's holding may be taken back with.
 func (l *Lock) attempt() attempt {
-	return attempt{kind: l.kind, keys: l.keys, keyArgs: l.keyArgs, token: l.token, arg: l.arg, ttl: l.currentTTL(), counted: l.client.counted(), limit: l.limit}
+	return attempt{kind: l.kind, keys: l.keys, keyArgs: l.keyArgs, token: l.token, arg: l.arg, ttl: l.currentTTL(), rel: l.client.releaseSetting(), limit: l.limit}
 }
 
 // wrongTypeError is the error of an acquire of this kind on a key that

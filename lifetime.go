@@ -7,14 +7,15 @@ import (
 )
 
 // Done returns a channel that is closed when the lock ends: when Release
-// released it, or when it is lost. Err then tells which.
+// or ReleaseAfter released it, or when it is lost. Err then tells which.
 //
 // A lock is lost when a Refresh, TTL or Release finds it gone or taken, when
 // an automatic refresh (WithAutoRenew) does, or when the lock's validity
 // (Until) runs out before a refresh got through. Without auto-renew, Done
-// closes at Until unless Refresh moved it. Done closes no later than shortly
-// after Until, which is ahead of the key's expiry in Redis by the drift
-// margin (see DriftFactor).
+// closes at Until unless Refresh moved it; a record (AsRecord) then ends as
+// released, not lost. Done closes no later than shortly after Until, which
+// is ahead of the key's expiry in Redis by the drift margin (see
+// DriftFactor).
 //
 // The first call of Done sets up the channel; a Lock on which Done is never
 // called costs nothing for it.
@@ -23,8 +24,9 @@ func (l *Lock) Done() <-chan struct{} {
 }
 
 // Err returns nil while the lock is held, and why it ended once Done is
-// closed: an error wrapping ErrReleased after Release, or one wrapping
-// ErrLockLost, which says how it was lost.
+// closed: an error wrapping ErrReleased after Release or ReleaseAfter, and
+// once a record (AsRecord) ran out; or one wrapping ErrLockLost, which says
+// how it was lost.
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -51,7 +53,9 @@ func (l *Lock) lifetime() context.Context {
 }
 
 // expire ends a lock that is not renewed automatically once its validity
-// has run out, unless a Refresh moved Until in the meantime.
+// has run out, unless a Refresh moved Until in the meantime: as lost, or
+// as released if it is a record (AsRecord), which its holder meant to
+// expire.
 func (l *Lock) expire() {
 	if left := time.Until(l.Until()); left > 0 {
 		l.mu.Lock()
@@ -61,7 +65,18 @@ func (l *Lock) expire() {
 		l.mu.Unlock()
 		return
 	}
+	if l.record {
+		l.endRecord()
+		return
+	}
 	l.end(l.lostError("its validity ran out without a refresh"))
+}
+
+// endRecord ends a record whose validity ran out, as released.
+func (l *Lock) endRecord() {
+	if l.end(fmt.Errorf("%w: %s was a record, kept for its ttl", ErrReleased, quoteKey(l.key))) && l.obs != nil {
+		l.observeRecordEnd()
+	}
 }
 
 // rearm moves the expiry timer after a Refresh moved Until.

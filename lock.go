@@ -32,6 +32,7 @@ type Lock struct {
 	ttl     atomic.Int64 // of the acquire or the last Refresh, and of every automatic refresh
 	until   atomic.Int64 // validity deadline, nanoseconds after client.epoch
 	gone    atomic.Bool  // released, or found not held: no need to ask Redis again
+	calls   atomic.Int64 // release calls made so far (see nextCall)
 
 	mu      sync.Mutex
 	err     error                   // why the lock ended: ErrReleased or ErrLockLost; nil while held
@@ -39,6 +40,7 @@ type Lock struct {
 	cancel  context.CancelCauseFunc // of life
 	expiry  *time.Timer             // without auto-renew: ends the lock at Until, once life exists
 	renewed bool                    // WithAutoRenew: the Client's renewer refreshes it
+	record  bool                    // AsRecord: ends as released at Until (set before the Lock is shared)
 	raise   *fenceRaise             // Redlock: hands out the fence, on a quorum, at the first Fence
 	// Redlock: the acquire's nodes that had not answered; calls to them
 	// wait for them (set before the Lock is shared, then only read)
@@ -120,10 +122,15 @@ func (l *Lock) setUntil(sent time.Time, ttl time.Duration) {
 // wrapping ErrNotHeld if it is not (it expired, was released, or was taken
 // over), and then touches nothing: it never deletes another holder's lock.
 //
-// If the reply to a release is lost and go-redis resends the command (it
-// does after EOF and most timeouts), the resent one finds the lock gone and
-// Release reports ErrNotHeld although the first one released it: either
-// way, the lock is no longer held.
+// Every call has one effect (see docs/safety.md): when go-redis sends the
+// release again because its reply was late, the copies find what the first
+// did, and Release returns nil if it released the lock, also when the lock
+// was taken by another client in between. Of two Release calls of one Lock
+// at the same time, one returns nil and the other an error wrapping
+// ErrNotHeld; Err then wraps ErrReleased. An error wrapping
+// ErrOutcomeUnknown means the answer did not come back (the context ended
+// first, or the connection failed): the lock is released or not, and the
+// Lock stays as it was, so calling Release again is safe and tells which.
 func (l *Lock) Release(ctx context.Context) error {
 	return l.release(ctx, l.releaseOp(), ErrReleased)
 }
@@ -154,12 +161,16 @@ func (l *Lock) release(ctx context.Context, o op, released error) (err error) {
 		}
 		return err
 	}
-	if r.code != ours {
-		l.end(l.lostError("release found it gone or taken"))
+	switch r.code {
+	case ours:
+		l.end(released)
+		return nil
+	case releasedBefore:
+		l.end(ErrReleased) // if the other call has not yet: it will say the same
 		return l.notHeld("release")
 	}
-	l.end(released)
-	return nil
+	l.end(l.lostError("release found it gone or taken"))
+	return l.notHeld("release")
 }
 
 // ReleaseAfter ends the lock here but keeps it in Redis for d: it stops
@@ -171,17 +182,20 @@ func (l *Lock) release(ctx context.Context, o op, released error) (err error) {
 //
 // It returns an error wrapping ErrNotHeld if the lock is not ours any more.
 // If Redis fails, it returns the error and the Lock stays as it was,
-// renewed if it was.
+// renewed if it was. As Release, it has one effect whatever go-redis sends
+// again: a copy of the call that comes late does not keep the lock longer.
 func (l *Lock) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	if d < time.Millisecond {
 		return l.Release(ctx)
 	}
-	return l.release(ctx, l.refreshOp(d), fmt.Errorf("%w: %s is kept for %v, then it expires", ErrReleased, quoteKey(l.key), d))
+	return l.release(ctx, l.releaseAfterOp(d), fmt.Errorf("%w: %s is kept for %v, then it expires", ErrReleased, quoteKey(l.key), d))
 }
 
 // Refresh sets the lock's time to live to ttl, counted from now, if it is
 // still ours, and moves Until accordingly. It returns an error wrapping
-// ErrNotHeld if the lock is not ours any more; then it changes nothing.
+// ErrNotHeld if the lock is not ours any more; then it changes nothing,
+// and Err wraps ErrLockLost, or ErrReleased if a Release of this Lock at
+// the same time released it.
 //
 // On a lock renewed automatically (WithAutoRenew, Client.Do), ttl is the
 // time to live the renewer keeps from then on, a third of it after each
@@ -204,7 +218,12 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) (err error) {
 	if err != nil {
 		return err
 	}
-	if r.code != ours {
+	switch r.code {
+	case ours:
+	case releasedBefore:
+		l.end(ErrReleased) // by a release of this Lock, at the same time
+		return l.notHeld("refresh")
+	default:
 		l.end(l.lostError("refresh found it gone or taken"))
 		return l.notHeld("refresh")
 	}

@@ -47,7 +47,7 @@ func (n *node) acquireAcked(ctx context.Context, o op) (reply, error) {
 		}
 	}
 	if err != nil {
-		return reply{}, n.wrap("acquire", o.key(), err)
+		return reply{}, n.wrap("acquire", o.key(), outcomeUnknown(err))
 	}
 	r, err := n.decode(o, v)
 	if err != nil || r.code != acquired || acks >= int64(n.ack.replicas) {
@@ -94,7 +94,7 @@ func (n *node) acquireFenceless(ctx context.Context, o op) (reply, error) {
 	set, err := setCmd.Result()
 	switch {
 	case err != nil:
-		return reply{}, n.wrap("acquire", key, err)
+		return reply{}, n.wrap("acquire", key, outcomeUnknown(err))
 	case set:
 		return reply{code: acquired}, nil
 	}

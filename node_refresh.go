@@ -84,6 +84,11 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*renewe
 			results[i].Err = n.wrap("refresh", locks[i].key, err)
 		case v == ours:
 			results[i].Held = true
+		case v == releasedBefore:
+			// A Release of the Lock whose answer did not come back
+			// (ErrOutcomeUnknown) released it: it ended as released, not
+			// lost; the renewer finds it ended.
+			locks[i].lock().end(ErrReleased)
 		case v != notOurs:
 			results[i].Err = n.wrap("refresh", locks[i].key, fmt.Errorf("unexpected script reply %v", v))
 		}

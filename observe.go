@@ -87,13 +87,17 @@ const (
 	// EventObtain follows.
 	EventHandoff
 	// EventRelease ends a call of Release or ReleaseAfter, also Do's: Err,
-	// Duration, Held, Ended, Node.
+	// Duration, Held, Ended, Node. It also ends a record (AsRecord) whose
+	// validity ran out, as its holder meant: then Context is nil, Duration
+	// 0, and Ended true.
 	EventRelease
 	// EventRefresh: a refresh answered, or failed: Err (nil when the lock
 	// was extended), Auto, Duration (0 for automatic ones), Node.
 	EventRefresh
 	// EventLost: a lock the Client told obtained is not held any more,
-	// other than by a release: Reason, Err, Held, Ended.
+	// other than by a release: Reason, Err, Held, Ended. A lock its holder
+	// let expire on purpose (ReleaseAfter, WithMinHold, a record) is
+	// released, not lost.
 	EventLost
 	// EventNodeError: an operation on one Redis node failed (a network
 	// error, a timeout, an error reply): Node, Op, Err. It comes whether or
@@ -166,7 +170,8 @@ const (
 	LostNotHeld LostReason = iota + 1
 	// LostExpired: its validity (Lock.Until) ran out: no refresh got
 	// through in time (Redis slow, paused or down), or nobody refreshed
-	// or released a lock obtained without WithAutoRenew.
+	// or released a lock obtained without WithAutoRenew (and without
+	// AsRecord, which ends such a hold as released).
 	LostExpired
 	// LostClosed: the Client was closed while it renewed the lock.
 	LostClosed
@@ -199,7 +204,7 @@ type Event struct {
 	// Context is the context of the call the Event belongs to (see
 	// CallObserver): the caller's, or what StartCall made of it. It is nil
 	// for events that no caller waits for: automatic refreshes, lost
-	// locks, node errors.
+	// locks, the end of a record that ran out, node errors.
 	Context context.Context
 	// Node names the Redis deployment (an address, or "cluster" and its
 	// addresses) for a node error, and for the events of a call on a
@@ -239,4 +244,10 @@ type Event struct {
 	// of held locks counts EventObtain with Result ResultObtained up, and Ended
 	// down.
 	Ended bool
+	// Record reports whether the hold is a record (AsRecord), a key its
+	// holder keeps for its ttl and lets expire, rather than a lock that
+	// guards work; every event of the hold says so, the start of its calls
+	// too. Metrics of locks held and lost should leave records out, as the
+	// Prometheus and OpenTelemetry modules do.
+	Record bool
 }

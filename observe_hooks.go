@@ -41,10 +41,11 @@ func (o *observers) tell(e Event) {
 }
 
 // start tells the CallObservers that a call of type t on a hold of kind
-// on key starts, and returns the context the call runs under.
-func (o *observers) start(ctx context.Context, t EventType, kind *holdKind, key, node string) context.Context {
+// on key, a record if record, starts, and returns the context the call
+// runs under.
+func (o *observers) start(ctx context.Context, t EventType, kind *holdKind, key, node string, record bool) context.Context {
 	for _, c := range o.calls {
-		if next := c.StartCall(Event{Type: t, Kind: kind.name, Key: key, Node: node, Context: ctx}); next != nil {
+		if next := c.StartCall(Event{Type: t, Kind: kind.name, Key: key, Node: node, Context: ctx, Record: record}); next != nil {
 			ctx = next
 		}
 	}
@@ -84,7 +85,7 @@ type waitSeen struct {
 // observeWaitStart tells that w starts to wait.
 func (w *waiter) observeWaitStart(ctx context.Context) {
 	w.seen.waitStart = time.Now()
-	w.c.obs.tell(Event{Type: EventWaitStart, Kind: w.kind.name, Key: w.key, Context: ctx, Node: w.c.deployment()})
+	w.c.obs.tell(Event{Type: EventWaitStart, Kind: w.kind.name, Key: w.key, Context: ctx, Node: w.c.deployment(), Record: w.cfg.record})
 }
 
 // observedObtain is acquireHold with an Observer: it obtains a hold of kind
@@ -92,18 +93,18 @@ func (w *waiter) observeWaitStart(ctx context.Context) {
 // RLock, ... do, and tells how it went.
 func (c *Client) observedObtain(ctx context.Context, kind *holdKind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, error) {
 	start, key := time.Now(), keys[0]
-	ctx = c.obs.start(ctx, EventObtain, kind, key, c.deployment())
+	ctx = c.obs.start(ctx, EventObtain, kind, key, c.deployment(), cfg.record)
 	lock, seen, err := c.acquireSeen(ctx, kind, keys, ttl, limit, wait, cfg)
 	e := Event{Type: EventObtain, Kind: kind.name, Key: key, Context: ctx, Node: c.deployment(), Err: err,
-		Result: obtainResult(ctx, err), Attempts: seen.attempts, Woken: seen.woken, Handoff: seen.handoff}
+		Result: obtainResult(ctx, err), Attempts: seen.attempts, Woken: seen.woken, Handoff: seen.handoff, Record: cfg.record}
 	end := time.Now()
 	e.Duration = end.Sub(start)
 	if !seen.waitStart.IsZero() {
 		e.Wait = end.Sub(seen.waitStart)
-		c.obs.tell(Event{Type: EventWaitEnd, Kind: e.Kind, Key: key, Context: ctx, Node: e.Node, Wait: e.Wait, Result: e.Result})
+		c.obs.tell(Event{Type: EventWaitEnd, Kind: e.Kind, Key: key, Context: ctx, Node: e.Node, Wait: e.Wait, Result: e.Result, Record: e.Record})
 	}
 	if seen.handoff {
-		c.obs.tell(Event{Type: EventHandoff, Kind: e.Kind, Key: key, Context: ctx, Node: e.Node})
+		c.obs.tell(Event{Type: EventHandoff, Kind: e.Kind, Key: key, Context: ctx, Node: e.Node, Record: e.Record})
 	}
 	if lock != nil && !lock.renewed {
 		lock.obs.watchExpiry(lock)
@@ -140,9 +141,9 @@ func (c *Client) observeHold(l *Lock) {
 	l.obs = &lockObs{obtained: time.Now()}
 }
 
-// watchExpiry tells EventLost once the validity of l, which nothing
-// renews, runs out, unless it ended before: otherwise a lock left to
-// expire would count as held for ever.
+// watchExpiry tells how l ended once its validity runs out (nothing renews
+// it), unless it ended before: otherwise a lock left to expire would count
+// as held for ever. A lock is lost then; a record, released.
 func (o *lockObs) watchExpiry(l *Lock) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -160,7 +161,21 @@ func (l *Lock) observeExpiry() {
 		l.obs.mu.Unlock()
 		return
 	}
+	if l.record {
+		l.observeRecordEnd()
+		return
+	}
 	l.observeLost(l.lostError("its validity ran out without a refresh or a release"), LostExpired)
+}
+
+// observeRecordEnd tells that the record l ran out, as its holder meant:
+// an EventRelease that no call ends, unless an event ended l already.
+func (l *Lock) observeRecordEnd() {
+	if !l.obs.ended.CompareAndSwap(false, true) {
+		return
+	}
+	l.client.obs.tell(Event{Type: EventRelease, Kind: l.kind.name, Key: l.key, Node: l.client.deployment(), Record: true,
+		Held: time.Since(l.obs.obtained), Ended: true})
 }
 
 // observeEnd takes the end of l, for err (see Lock.end).
@@ -189,26 +204,26 @@ func (l *Lock) observeLost(err error, reason LostReason) {
 		return
 	}
 	l.client.obs.tell(Event{Type: EventLost, Kind: l.kind.name, Key: l.key, Err: err, Reason: reason,
-		Held: time.Since(l.obs.obtained), Ended: true})
+		Held: time.Since(l.obs.obtained), Ended: true, Record: l.record})
 }
 
 // startCall tells the CallObservers that a call of type t on l starts.
 func (l *Lock) startCall(ctx context.Context, t EventType) context.Context {
-	return l.client.obs.start(ctx, t, l.kind, l.key, l.client.deployment())
+	return l.client.obs.start(ctx, t, l.kind, l.key, l.client.deployment(), l.record)
 }
 
 // observeRelease tells how a release that started at start ended.
 func (l *Lock) observeRelease(ctx context.Context, start time.Time, err *error) {
 	now := time.Now()
 	l.client.obs.tell(Event{Type: EventRelease, Kind: l.kind.name, Key: l.key, Context: ctx, Node: l.client.deployment(),
-		Err: *err, Duration: now.Sub(start), Held: now.Sub(l.obs.obtained),
+		Err: *err, Duration: now.Sub(start), Held: now.Sub(l.obs.obtained), Record: l.record,
 		Ended: *err == nil && l.obs.ended.CompareAndSwap(false, true)})
 }
 
 // observeRefresh tells how a Lock.Refresh that started at start ended.
 func (l *Lock) observeRefresh(ctx context.Context, start time.Time, err *error) {
 	l.client.obs.tell(Event{Type: EventRefresh, Kind: l.kind.name, Key: l.key, Context: ctx, Node: l.client.deployment(),
-		Err: *err, Duration: time.Since(start)})
+		Err: *err, Duration: time.Since(start), Record: l.record})
 }
 
 // observeRefreshes tells the answers of a renewer batch, before the locks
@@ -219,7 +234,7 @@ func (c *Client) observeRefreshes(locks []*renewedLock, results []renew.Result) 
 		if l.gone.Load() || l.obs == nil {
 			continue // released or lost meanwhile
 		}
-		e := Event{Type: EventRefresh, Kind: l.kind.name, Key: l.key, Node: c.deployment(), Auto: true, Err: results[i].Err}
+		e := Event{Type: EventRefresh, Kind: l.kind.name, Key: l.key, Node: c.deployment(), Auto: true, Err: results[i].Err, Record: l.record}
 		if e.Err == nil && !results[i].Held {
 			e.Err = l.notHeld("refresh")
 		}
@@ -230,7 +245,7 @@ func (c *Client) observeRefreshes(locks []*renewedLock, results []renew.Result) 
 // startDo tells the CallObservers that a Do on a hold of kind on key
 // starts, and returns the context it runs under.
 func (c *Client) startDo(ctx context.Context, kind *holdKind, key string) context.Context {
-	return c.obs.start(ctx, EventDo, kind, key, c.deployment())
+	return c.obs.start(ctx, EventDo, kind, key, c.deployment(), false)
 }
 
 // observeDo tells how a Do on a hold of kind on key, started at start,

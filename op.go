@@ -105,7 +105,10 @@ const (
 // refresh, ttl, raise fence).
 const (
 	notOurs = 0 // the holding is gone or another's: nothing was done
-	ours    = 1 // done
+	ours    = 1 // done (by this call, or by a copy of it sent before)
+	// releasedBefore: another release of this holding (of the same Lock)
+	// ended it; nothing was done
+	releasedBefore = 2
 )
 
 // Reply codes of inspect.lua (the state) and force_release.lua.
@@ -181,7 +184,7 @@ func (n *node) exec(ctx context.Context, o op) (reply, error) {
 	}
 	v, err := n.send(ctx, o)
 	if err != nil {
-		return reply{}, n.wrap(o.name, o.key(), err)
+		return reply{}, n.wrap(o.name, o.key(), outcomeUnknown(err))
 	}
 	return n.decode(o, v)
 }

@@ -25,7 +25,7 @@ type replicaAck struct {
 }
 
 func newClientConfig(opts []Option) (clientConfig, error) {
-	cfg := clientConfig{logger: slog.New(slog.DiscardHandler), nodeTimeout: DefaultNodeTimeout, holderName: DefaultHolderName()}
+	cfg := clientConfig{logger: slog.Default(), nodeTimeout: DefaultNodeTimeout, holderName: DefaultHolderName()}
 	for _, opt := range opts {
 		if opt == nil {
 			return cfg, fmt.Errorf("%w: nil Option", ErrInvalidOption)
@@ -81,8 +81,11 @@ func WithNodeTimeout(d time.Duration) Option {
 }
 
 // WithLogger sets where the Client reports what it cannot return to a caller,
-// such as a failed clean-up of a lock whose acquire reply was lost. The
-// default discards everything.
+// such as a failed clean-up of a lock whose acquire reply was lost, or a
+// deployment setting that weakens locks (CheckDeployment). The default is
+// slog.Default() as it is when New or NewRedlock is called; packages built
+// on the Client (election) log there too unless told otherwise. To
+// discard, pass slog.New(slog.DiscardHandler).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *clientConfig) {
 		if l == nil {
@@ -103,6 +106,7 @@ type obtainConfig struct {
 	noWait    bool          // WithoutWait
 	guard     string        // WithGuard
 	minHold   time.Duration // WithMinHold; Do only
+	record    bool          // AsRecord
 	// WithValue: what follows the random part of every token (value.go)
 	valueSuffix  string
 	holderSuffix string // the Client's (see WithHolderName)
@@ -168,6 +172,37 @@ func WithMinHold(d time.Duration) ObtainOption {
 	}
 }
 
+// AsRecord makes the hold a record rather than a lock: a key kept in Redis
+// for its ttl, usually with a value (WithValue), that its holder means to
+// let expire, such as the note the jobs package leaves that a job ran. A
+// record is taken as a lock is, and nobody else takes its key until it
+// expires or is released; but it guards no work, and its end is no loss:
+//
+//   - When its validity (Lock.Until) runs out, it ends as released: Done
+//     closes and Err wraps ErrReleased. An Observer is told so by an
+//     EventRelease with Ended set and no Context, and never an EventLost
+//     for running out.
+//   - Every Event of the hold has Record set, so that metrics keep records
+//     apart from locks: the Prometheus and OpenTelemetry modules count
+//     them under metrics of their own, neither as held nor as lost locks.
+//   - An obtain whose outcome is unknown (ErrOutcomeUnknown: Redis did not
+//     answer in time) is left as it is: a lock's would be taken back in the
+//     background, but a record that landed is what its caller meant to
+//     write, and it expires with its ttl.
+//
+// Release, ReleaseAfter, Refresh and TTL work on a record as on a lock.
+// Nothing renews a record: with WithAutoRenew(true), and in the Do
+// methods, which guard work, AsRecord is an error wrapping
+// ErrInvalidOption. The default is a lock.
+func AsRecord() ObtainOption {
+	return func(c *obtainConfig) { c.record = true }
+}
+
+var errRenewedRecord = fmt.Errorf("%w: AsRecord with auto-renew (WithAutoRenew(true), or a Do method): nothing renews a record", ErrInvalidOption)
+
+// errRecordInDo is the error of a Do given AsRecord.
+var errRecordInDo = fmt.Errorf("%w: AsRecord is for Obtain, TryObtain and the Acquire and Lock methods: Do guards work with a lock", ErrInvalidOption)
+
 // WithFair makes Obtain wait its turn: waiters that use WithFair get the lock
 // in the order they arrived, through a queue kept in Redis next to the lock
 // (two side keys in the lock key's Cluster slot). A waiter arrives when it
@@ -229,6 +264,9 @@ func newObtainConfig(opts []ObtainOption) (obtainConfig, error) {
 		if cfg.err != nil {
 			return cfg, cfg.err
 		}
+	}
+	if cfg.record && cfg.autoRenew {
+		return cfg, errRenewedRecord
 	}
 	return cfg, nil
 }

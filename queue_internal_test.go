@@ -23,7 +23,7 @@ func TestQueueWakesOneAndHandsOverToTheOneBeaten(t *testing.T) {
 	keys := queueKeys("queue:steps")
 	const ttl = time.Minute
 	acquire := func(token string) attempt {
-		return attempt{kind: lockKind, keys: keys, token: token, arg: token, ttl: ttl, counted: n.counted}
+		return attempt{kind: lockKind, keys: keys, token: token, arg: token, ttl: ttl, rel: releaseSetting{counted: n.counted, markerTTL: int64(60000)}}
 	}
 	waiting := func(token string) attempt {
 		o := acquire(token)
@@ -108,7 +108,7 @@ func TestLeaveAfterGuardPassesNothingOn(t *testing.T) {
 	lockKey, guardKey := "{guard:leave}:lock", "{guard:leave}:result"
 	waiting := func(token string) attempt {
 		a := attempt{kind: lockKind, keys: queueKeys(lockKey), token: token, arg: token, ttl: time.Minute, fair: true,
-			lease: FairLease, notify: "channel:" + token, counted: n.counted}
+			lease: FairLease, notify: "channel:" + token, rel: releaseSetting{counted: n.counted, markerTTL: int64(60000)}}
 		a.guard(guardKey)
 		return a
 	}

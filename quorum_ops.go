@@ -28,9 +28,12 @@ func (q *quorum) remove(ctx context.Context, o op, force bool) (reply, error) {
 		return yes >= q.need && !force
 	})
 	yes, failed := count(votes, ours)
+	before, _ := count(votes, releasedBefore)
 	switch {
 	case yes >= q.need:
 		return reply{code: ours}, nil
+	case !force && yes+before >= q.need:
+		return reply{code: releasedBefore}, nil // another release of the Lock took part
 	case force && yes > 0:
 		return reply{code: ours}, nil
 	case force && slices.ContainsFunc(votes, func(v vote) bool { return v.Answered && v.Err == nil && v.R.code == stateWrongType }):

@@ -67,6 +67,7 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 		c.nodes = append(c.nodes, n)
 		c.subs = append(c.subs, wake.New(rdb, c.logger))
 	}
+	c.markerTTL = markerTTLOf(c.nodes)
 	c.quorum = newQuorum(c.nodes, cfg.nodeTimeout, c.own)
 	return c, nil
 }

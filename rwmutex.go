@@ -2,7 +2,6 @@ package dlock
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -88,7 +87,7 @@ func (m *RWMutex) Do(ctx context.Context, ttl time.Duration, fn func(ctx context
 
 func (m *RWMutex) do(ctx context.Context, kind *holdKind, ttl time.Duration, fn func(ctx context.Context) error, opts []ObtainOption) (err error) {
 	if fn == nil {
-		return fmt.Errorf("%w: Do with a nil function", ErrInvalidOption)
+		return ErrNilFunc
 	}
 	cfg, err := m.config(ttl, append([]ObtainOption{WithAutoRenew(true)}, opts...), true)
 	if err != nil {

@@ -219,8 +219,8 @@ func TestRWMutexBadInputs(t *testing.T) {
 	if _, err := rw.TryRLock(ctx, time.Minute, dlock.WithMinHold(time.Second)); !errors.Is(err, dlock.ErrInvalidOption) {
 		t.Errorf("WithMinHold outside Do: %v, want ErrInvalidOption", err)
 	}
-	if err := rw.Do(ctx, time.Minute, nil); !errors.Is(err, dlock.ErrInvalidOption) {
-		t.Errorf("Do(nil): %v, want ErrInvalidOption", err)
+	if err := rw.Do(ctx, time.Minute, nil); !errors.Is(err, dlock.ErrNilFunc) {
+		t.Errorf("Do(nil): %v, want ErrNilFunc", err)
 	}
 	if r, err := rw.RLock(ctx, time.Minute, dlock.WithFair()); err != nil {
 		t.Errorf("WithFair changes nothing: %v", err)

@@ -91,7 +91,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, ttl time.Duration, opts ...O
 // WithMinHold as there.
 func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error, opts ...ObtainOption) (err error) {
 	if fn == nil {
-		return fmt.Errorf("%w: Do with a nil function", ErrInvalidOption)
+		return ErrNilFunc
 	}
 	if s.err != nil {
 		return s.err

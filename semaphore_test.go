@@ -278,8 +278,8 @@ func TestSemaphoreBadInputs(t *testing.T) {
 	if _, err := e.locker.Semaphore(name, 1).Acquire(ctx, time.Minute, dlock.WithMinHold(time.Second)); !errors.Is(err, dlock.ErrInvalidOption) {
 		t.Errorf("WithMinHold outside Do: %v, want ErrInvalidOption", err)
 	}
-	if err := e.locker.Semaphore(name, 1).Do(ctx, time.Minute, nil); !errors.Is(err, dlock.ErrInvalidOption) {
-		t.Errorf("Do(nil): %v, want ErrInvalidOption", err)
+	if err := e.locker.Semaphore(name, 1).Do(ctx, time.Minute, nil); !errors.Is(err, dlock.ErrNilFunc) {
+		t.Errorf("Do(nil): %v, want ErrNilFunc", err)
 	}
 
 	// Clients that disagree about the limit: the permits held say which.

@@ -31,7 +31,17 @@ func TestReadmeCheckout(t *testing.T) {
 	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	t.Cleanup(func() { rdb.Close() })
-	inv := stock.New(rdb) // one per process: safe for concurrent use
+	if err := readmeSale(t, rdb); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readmeSale sells the one unit of a sku through checkout.
+func readmeSale(t *testing.T, rdb *redis.Client) error {
+	inv, err := stock.New(rdb) // one per process: safe for concurrent use
+	if err != nil {
+		return err // a nil client, or an invalid option
+	}
 	defer inv.Close()
 	ctx := context.Background()
 	sku := testKey(t)
@@ -52,4 +62,5 @@ func TestReadmeCheckout(t *testing.T) {
 	if l, err := inv.Levels(ctx, sku); err != nil || l != (stock.Levels{Sold: 1}) {
 		t.Errorf("levels %+v, %v; want the one unit sold", l, err)
 	}
+	return nil
 }

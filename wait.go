@@ -28,6 +28,16 @@ import (
 // place by trying again within its lease, and leaves the queue when it
 // gives up. A Redlock has no queue: a release wakes every waiter that
 // listens.
+//
+// Every waiter, first in the queue or not, also wakes when the holder's
+// time to live runs out, as its last try saw it (the others a little after
+// the first, which goes first if it can): nothing tells of an expiry, and
+// the first waiter may be unable to try. So an expired lock is taken
+// within a timer and a round trip of its expiry, plus behindFirstGrace if
+// the first cannot try, as long as its holders use one ttl. If a holder with a shorter ttl follows one with a
+// longer, its lock can expire before the time the waiters saw: they take
+// it at that time, or a third of their lease after their last try, if
+// that comes first.
 type waiter struct {
 	c       *Client
 	kind    *holdKind
@@ -53,6 +63,12 @@ const listeningMinDelay = 25 * time.Millisecond
 // waiter that dies holds nobody up, unlike a fair one that a release
 // handed the lock to (see release.lua).
 const waitLease = 3 * FairLease
+
+// behindFirstGrace is how much later than the holder's expiry a waiter
+// behind the first of the queue tries: the first, if it can, takes the
+// lock in its turn, and the others find it held. Small next to the time a
+// waiter may take to notice an expiry (at least 100ms).
+const behindFirstGrace = 20 * time.Millisecond
 
 // subscribeTimeout bounds the wait for a subscription. A waiter that does
 // not get one goes on without, woken by its timers only.
@@ -224,24 +240,38 @@ func (w *waiter) subscribe(ctx context.Context, channel, id string) bool {
 // delay is how long to sleep for the n-th time (the Backoff's attempt),
 // after the attempt a whose reply was r, unless a release message comes
 // first.
+//
+// Whatever else, a waiter wakes when the holder's time to live runs out, as
+// r gave it: the first waiter of the queue, the one a release would wake,
+// may be unable to try (its Client frozen, or it froze with the lock a
+// release handed over to it), and nothing tells the others of an expiry.
+// So each wakes at the holder's expiry as it last saw it, and if the lock
+// changed hands meanwhile, its try tells it the new holder's time to live.
+// A waiter behind the first wakes behindFirstGrace later, to keep to the
+// queue's order when the first can try.
 func (w *waiter) delay(n int, a attempt, r reply) time.Duration {
-	holderTTL := time.Duration(r.value) * time.Millisecond
+	var d time.Duration
 	if a.lease > 0 && !r.head {
-		// Not our turn: only a message for us, or keeping our place in
-		// the queue, wakes us.
-		return a.lease / 3
-	}
-	d := max(w.cfg.backoff.Delay(n, holderTTL), 0)
-	if len(w.watches) > 0 {
-		// A release wakes us: the Backoff only covers holders that release
-		// without a message, and need not poll as often.
-		d = max(d, listeningMinDelay)
-	}
-	if holderTTL >= 0 {
-		d = min(d, holderTTL)
-	}
-	if a.lease > 0 {
-		d = min(d, a.lease/3)
+		// Not our turn: only a message for us, keeping our place in the
+		// queue, or the holder's expiry wakes us; at the expiry, a little
+		// after the first waiter, which takes the lock if it can.
+		d = a.lease / 3
+		if r.value >= 0 {
+			d = min(d, time.Duration(r.value)*time.Millisecond+behindFirstGrace)
+		}
+	} else {
+		d = max(w.cfg.backoff.Delay(n, time.Duration(r.value)*time.Millisecond), 0)
+		if len(w.watches) > 0 {
+			// A release wakes us: the Backoff only covers holders that
+			// release without a message, and need not poll as often.
+			d = max(d, listeningMinDelay)
+		}
+		if a.lease > 0 {
+			d = min(d, a.lease/3)
+		}
+		if r.value >= 0 { // negative: no expiry, or none we know of
+			d = min(d, time.Duration(r.value)*time.Millisecond)
+		}
 	}
 	return d
 }

@@ -21,7 +21,11 @@ func newStockSale(commit bool) func([]*redis.Client, SaleConfig) saleApproach {
 	return func(clients []*redis.Client, _ SaleConfig) saleApproach {
 		s := &stockSale{commit: commit}
 		for _, c := range clients {
-			s.invs = append(s.invs, stock.New(c, stock.WithRetention(time.Minute)))
+			inv, err := stock.New(c, stock.WithRetention(time.Minute))
+			if err != nil {
+				panic(err) // a constant, valid option
+			}
+			s.invs = append(s.invs, inv)
 		}
 		return s
 	}

@@ -36,6 +36,10 @@ type Cache struct {
 	mu         sync.Mutex      // guards refreshing
 	refreshing map[string]bool // keys refreshed in the background now
 
+	// falling is set from a Get's fallback on loading directly until a
+	// read of Redis succeeds again: one warning per outage, not per Get.
+	falling atomic.Bool
+
 	// What Gets did, for tests.
 	hits, misses, waits, loads, refreshes, fallbacks atomic.Int64
 }
@@ -113,8 +117,8 @@ func (c *Cache) spawn(work func()) bool { return c.own.Go(work) }
 // the background by one caller (WithEarlyRefresh), while Get keeps
 // returning the entry as it is.
 //
-// When Redis fails, Get calls load directly and logs it, unless
-// WithFallback(false) makes it return the error. ttl must be at least a
+// When Redis fails, Get calls load directly and logs it (see WithLogger),
+// unless WithFallback(false) makes it return the error. ttl must be at least a
 // millisecond; the ttl and load of concurrent Gets of one key in a process
 // are those of the first.
 func (c *Cache) Get(ctx context.Context, key string, ttl time.Duration, load func(ctx context.Context) ([]byte, error)) ([]byte, error) {

@@ -51,23 +51,38 @@
 //     source before the change stores its value marked, to be loaded again.
 //   - Every call returns when its context ends, even if Redis hangs;
 //     each call to Redis before waiting is bounded by WithRedisTimeout.
+//   - Every call has one effect, whatever go-redis resends: it sends a
+//     command whose reply did not come within its ReadTimeout (3 s by
+//     default) again, on another connection, MaxRetries times, and every
+//     copy runs once Redis answers. A copy of a loader's store finds the
+//     entry stored with the loader's token and answers as the first copy
+//     did, also after the loader released its lock; a copy of Invalidate
+//     finds its call's id in the entry and counts no second mark; a copy of
+//     a claim's clearing, or of a loader's word that it stored nothing,
+//     leaves the next caller's claim alone and tells nothing more. (With a
+//     WithRedisTimeout below go-redis's ReadTimeout, as by default, a call
+//     gives up before go-redis sends a copy.)
 //
 // # Keys and Redis Cluster
 //
 // The entry of "user:42" is a hash at "cachefill{user:42}:value", its
 // loader's lock is "cachefill{user:42}:lock", the claim of its fill
-// "cachefill{user:42}:claim" and the stream of its fill messages (one
-// kept, for a lock's ttl) "cachefill{user:42}:filled"; they share a
-// Cluster slot. WithPrefix changes "cachefill".
+// "cachefill{user:42}:claim", the stream of its fill messages (one kept,
+// for a lock's ttl) "cachefill{user:42}:filled", and the token of the last
+// loader that gave up (for a lock's ttl) "cachefill{user:42}:gaveup";
+// they share a Cluster slot. WithPrefix changes "cachefill".
 //
 // It needs Redis 7.0 or later (a read claims a fill with SET NX GET).
 //
 // # Failure modes
 //
 //   - Redis down, paused or failing: Get calls load directly, once per
-//     process and key at a time, and logs a warning, since the cache is an
-//     optimisation; with WithFallback(false) it returns the error instead.
-//     The database then gets one load per process, not one per request.
+//     process and key at a time, since the cache is an optimisation; with
+//     WithFallback(false) it returns the error instead. The database then
+//     gets one load per process, not one per request. The Cache logs a
+//     warning when it starts loading directly, and that Redis answers
+//     again when it does, through WithLogger's logger: slog.Default()
+//     unless given.
 //   - A load function that ignores its context keeps running after Get
 //     gave up on it, and Close waits for it.
 //   - Concurrent Gets of one key in a process share the first one's ttl

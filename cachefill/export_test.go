@@ -28,6 +28,9 @@ func EntryKey(c *Cache, key string) string { return keysOf(c.opts.prefix, key).e
 func LockKey(c *Cache, key string) string  { return keysOf(c.opts.prefix, key).lock }
 func ClaimKey(c *Cache, key string) string { return keysOf(c.opts.prefix, key).claim }
 
+// FilledKey is the Redis key of key's stream of fill messages.
+func FilledKey(c *Cache, key string) string { return keysOf(c.opts.prefix, key).filled }
+
 var (
 	RefreshDue = refreshDue
 	Jitter     = jitter

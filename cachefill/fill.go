@@ -29,6 +29,9 @@ func (c *Cache) fetch(ctx context.Context, r request) ([]byte, error) {
 	if err != nil {
 		return c.redisFailed(ctx, r, "read", err)
 	}
+	if c.falling.Load() && c.falling.CompareAndSwap(true, false) {
+		c.log.Info("cachefill: Redis answers again; loading through the cache", slog.String("key", r.key))
+	}
 	if e.found() {
 		c.hits.Add(1)
 		c.considerRefresh(ctx, r, e)
@@ -242,7 +245,7 @@ func (c *Cache) release(ctx context.Context, r request, lock *dlock.Lock, stored
 	if stored {
 		return
 	}
-	if err := c.gaveUp(ctx, r.keys); err != nil {
+	if err := c.gaveUp(ctx, r.keys, lock.Token()); err != nil {
 		c.log.Warn("cachefill: could not tell the waiting callers that the load stored nothing; they look again when its lock would have expired",
 			slog.String("key", r.key), slog.Any("err", err))
 	}
@@ -283,8 +286,13 @@ func (c *Cache) redisFailedLoading(ctx context.Context, r request, step string, 
 	if !fallback {
 		return nil, err
 	}
-	c.log.Warn("cachefill: Redis failed; loading directly", slog.String("key", r.key),
-		slog.String("step", step), slog.Any("err", err))
+	if c.falling.CompareAndSwap(false, true) {
+		c.log.Warn("cachefill: Redis failed; loading directly until it answers again", slog.String("key", r.key),
+			slog.String("step", step), slog.Any("err", err))
+	} else {
+		c.log.Debug("cachefill: Redis failed; loading directly", slog.String("key", r.key),
+			slog.String("step", step), slog.Any("err", err))
+	}
 	c.fallbacks.Add(1)
 	if started == nil {
 		started = c.startLoad(ctx, r.key, r.load)

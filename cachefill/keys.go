@@ -2,14 +2,15 @@ package cachefill
 
 // keys are the Redis keys of one cache entry: the entry itself (a hash),
 // the lock its loader holds, the stream on which its loaders tell the
-// callers that wait that they are done, and the claim of the caller that
-// saw a miss first. The scripts use them together, so all must hash to one
+// callers that wait that they are done, the claim of the caller that saw a
+// miss first, and the record of the last loader that gave up. The scripts use them together, so all must hash to one
 // Cluster slot.
 type keys struct {
 	entry  string
 	lock   string
 	filled string
 	claim  string
+	gaveUp string
 }
 
 // The suffixes of the keys. None ends another, so a key of one cache key is
@@ -19,6 +20,7 @@ const (
 	lockSuffix   = ":lock"
 	filledSuffix = ":filled"
 	claimSuffix  = ":claim"
+	gaveUpSuffix = ":gaveup"
 )
 
 // keysOf returns the keys of the entry for key. Both start with one hash
@@ -39,5 +41,6 @@ func keysOf(prefix, key string) keys {
 	} else {
 		base = prefix + "{" + key + "}"
 	}
-	return keys{entry: base + entrySuffix, lock: base + lockSuffix, filled: base + filledSuffix, claim: base + claimSuffix}
+	return keys{entry: base + entrySuffix, lock: base + lockSuffix, filled: base + filledSuffix, claim: base + claimSuffix,
+		gaveUp: base + gaveUpSuffix}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // The callers that wait for a fill read the entry's stream of fills, which
-// each loader adds a message to when it is done (store.lua, gaveUp): a
+// each loader adds a message to when it is done (store.lua, gave_up.lua): a
 // blocking XREAD after the ID of the last message that read.lua saw, so
 // that a message added between the read and the XREAD is not missed, and
 // the one command that waits also brings the value. A caller that waits
@@ -99,16 +99,10 @@ func (c *Cache) readFill(ctx context.Context, stream, after string, block time.D
 }
 
 // gaveUp tells the callers that wait for the fill of k that its loader,
-// which released its lock, stored nothing, and clears the fill's claim, so
-// that they elect the next loader at once. It runs in the goroutine of the
-// load, which Close waits for, also once the Cache is closed: a Cache
-// closed mid-load gives up too.
-func (c *Cache) gaveUp(ctx context.Context, k keys) error {
-	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, k.claim)
-		p.XAdd(ctx, &redis.XAddArgs{Stream: k.filled, MaxLen: 1, Values: []any{"r", fillGaveUp}})
-		p.PExpire(ctx, k.filled, fillMessageTTL(c.opts))
-		return nil
-	})
-	return err
+// whose lock token was token and which released its lock, stored nothing,
+// and clears the fill's claim, so that they elect the next loader at once.
+// It runs in the goroutine of the load, which Close waits for, also once
+// the Cache is closed: a Cache closed mid-load gives up too.
+func (c *Cache) gaveUp(ctx context.Context, k keys, token string) error {
+	return gaveUpScript.Run(ctx, c.rdb, []string{k.claim, k.filled, k.gaveUp}, token, fillMessageTTL(c.opts).Milliseconds()).Err()
 }

@@ -50,7 +50,7 @@ func defaultOptions() options {
 		beta:         DefaultBeta,
 		redisTimeout: DefaultRedisTimeout,
 		fallback:     true,
-		logger:       slog.New(slog.DiscardHandler),
+		logger:       slog.Default(),
 	}
 }
 
@@ -162,8 +162,9 @@ func WithRedisTimeout(d time.Duration) Option {
 
 // WithFallback sets what Get does when Redis fails (unreachable, or an
 // error reply other than a wrong type): with true, the default, it calls
-// load directly, once per process and key at a time, and logs a warning,
-// since the cache is an optimisation; with false, it returns the error.
+// load directly, once per process and key at a time, since the cache is an
+// optimisation, and logs it (see WithLogger); with false, it returns the
+// error.
 func WithFallback(on bool) Option {
 	return func(o *options) error {
 		o.fallback = on
@@ -172,8 +173,15 @@ func WithFallback(on bool) Option {
 }
 
 // WithLogger sets where the Cache reports what it cannot return to a
-// caller: Redis failures it fell back from, background refreshes that
-// failed, lost loader locks. The default discards everything.
+// caller: that Gets fall back on loading directly because Redis failed (a
+// Warn, with the key and the error, when the first one does, a Debug for
+// each further one, and an Info when a read of Redis succeeds again),
+// background refreshes that failed, lost loader locks. The Cache's own
+// dlock Client logs there too.
+//
+// The default is slog.Default() as it is when New is called, so that a
+// Cache that falls back is never silent; slog.New(slog.DiscardHandler)
+// silences it.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) error {
 		if l == nil {

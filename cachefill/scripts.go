@@ -18,6 +18,8 @@ var (
 	invalidateLua string
 	//go:embed lua/unclaim.lua
 	unclaimLua string
+	//go:embed lua/gave_up.lua
+	gaveUpLua string
 )
 
 var (
@@ -25,6 +27,7 @@ var (
 	storeScript      = redis.NewScript(storeLua)
 	invalidateScript = redis.NewScript(invalidateLua)
 	unclaimScript    = redis.NewScript(unclaimLua)
+	gaveUpScript     = redis.NewScript(gaveUpLua)
 )
 
 // Reply codes of read.lua.

@@ -78,7 +78,7 @@ func TestFillClaimAndMessages(t *testing.T) {
 	}
 
 	// The loader gives up: claim cleared, a message after the waiter's.
-	if err := c.gaveUp(ctx, k); err != nil {
+	if err := c.gaveUp(ctx, k, "first"); err != nil {
 		t.Fatal(err)
 	}
 	m, err := c.readFill(ctx, k.filled, waiter.lastFill, time.Second)

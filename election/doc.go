@@ -44,4 +44,28 @@
 // missed it; see dlock's docs/safety.md): two leaders may then overlap,
 // with different terms. A leader whose dlock Client is closed loses its
 // leadership at once, but the seat stays taken until its lease runs out.
+//
+// Redis down or paused: Campaign returns the error of Redis at once,
+// wrapped (errors.As finds the *dlock.NodeError, errors.Is the network's
+// error). Lead retries it, after a pause that grows up to a lease, and logs
+// each failure with its error through the dlock Client's logger
+// (dlock.WithLogger, default slog.Default(); WithLogger overrides it); when its deadline passes, its error wraps the deadline and the
+// last failure of Redis. Cancelling Lead's context is a shutdown: Lead
+// resigns and returns nil.
+//
+// Every call has one effect, whatever go-redis resends: it sends a command
+// again, on another connection, when its reply did not come within its
+// ReadTimeout (3 s by default; MaxRetries times), and every copy runs once
+// Redis answers. A resent campaign finds the seat taken by its own first
+// copy and leads in the term that copy wrote; a campaign that gave up
+// (ctx ended) releases a seat that its late copy took; a resent
+// announcement to the observers of an empty seat wakes them once more at
+// most; Resign's release never releases a seat that is not this leader's,
+// and an error of Redis leaves its outcome unknown (see Leadership.Resign).
+//
+// # Slow fault tests
+//
+// The tests that pause Redis for about 7 s while a call is in flight, with
+// go-redis's default options, run one per package by default; set
+// DLOCK_SLOW_FAULTS=1 to run them all.
 package election

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 
 	"github.com/dlock-go/dlock"
@@ -34,7 +35,10 @@ type Leader struct {
 // option is no panic: every call of the Election returns an error wrapping
 // ErrInvalid.
 func New(locker *dlock.Client, name string, opts ...Option) *Election {
-	e := &Election{locker: locker, name: name, cfg: config{ttl: DefaultTTL}}
+	e := &Election{locker: locker, name: name, cfg: config{ttl: DefaultTTL, logger: slog.Default()}}
+	if locker != nil {
+		e.cfg.logger = locker.Logger()
+	}
 	for _, opt := range opts {
 		if opt == nil {
 			e.err = fmt.Errorf("%w: nil Option", ErrInvalid)
@@ -64,8 +68,21 @@ func (e *Election) Name() string { return e.name }
 //
 // A candidate waits as dlock's Obtain waits for a lock: it is woken by the
 // leader's resignation, or when the leader's lease runs out, not by polling.
-// When ctx ends first, the error matches dlock.ErrNotObtained and the
-// context's error. An error of Redis ends Campaign at once (Lead retries).
+// When ctx ends while another leads, the error matches
+// dlock.ErrNotObtained and the context's error. An error of Redis ends
+// Campaign at once, wrapped: errors.As finds the *dlock.NodeError (or
+// *dlock.QuorumError), and errors.Is the network's error beneath it, or
+// the context's error when ctx ended while Redis did not answer (paused,
+// cut off). Lead retries those.
+//
+// Campaign takes the seat once, whatever go-redis resends: a request whose
+// reply was lost (Redis paused, a connection cut) is sent again on another
+// connection, and every copy runs; a copy that finds the seat taken by this
+// caller's own request answers with the term that request wrote, so the
+// caller leads once, in one term. A request whose reply comes after ctx
+// ended is released again, so a campaign that gave up holds no seat.
+// On a Redlock quorum that took the seat but agreed on no term, Campaign
+// gives the seat up and campaigns again, and logs it (WithLogger).
 func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
 	if e.err != nil {
 		return nil, e.err
@@ -82,6 +99,8 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 		if term == 0 {
 			// A Redlock quorum could not agree on a term: the lock was
 			// lost, or too many nodes failed. Campaign again.
+			e.log().Warn("election: the seat was taken without a term agreed by a quorum; campaigning again",
+				slog.String("election", e.name))
 			rctx, cancel := e.cleanupContext(ctx)
 			_ = lock.Release(rctx)
 			cancel()
@@ -118,12 +137,20 @@ func leaderOf(info dlock.LockInfo) Leader {
 	return Leader{Value: info.Value(), Term: info.Fence}
 }
 
+// log returns the logger of WithLogger.
+func (e *Election) log() *slog.Logger { return e.cfg.logger }
+
 // vacancy is the lock that observers of an empty seat hold, and wait for:
 // a new leader deletes it, which wakes them (see Observe).
 func (e *Election) vacancy() string { return "dlock:vacancy:" + e.name }
 
 // announce tells the observers of an empty seat that it is taken. Should
 // it fail, they see the new leader when their hold on the vacancy runs out.
+//
+// A copy of it that go-redis resends may run later, after the seat emptied
+// again and an observer held the vacancy anew: it wakes those observers,
+// which look at the seat once more, see it empty, and wait again. So a
+// resent copy costs a round trip per observer, never a missed leader.
 func (e *Election) announce(ctx context.Context) {
 	ctx, cancel := e.cleanupContext(ctx)
 	defer cancel()

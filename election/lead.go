@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -15,11 +16,23 @@ import (
 // a loss, until ctx ends or fn returns by itself.
 //
 // When fn returns while this caller still leads, Lead resigns and returns
-// fn's error (nil included). When ctx ends, Lead resigns if it leads and
-// returns an error that wraps the context's error. An error of Redis while
-// campaigning is retried after a pause that grows up to a lease; one that
-// retrying cannot mend (dlock.ErrClosed, ErrInvalid, ...) is returned.
-// A panic of fn resigns, then goes on up.
+// fn's error (nil included). A panic of fn resigns, then goes on up.
+//
+// When ctx ends, Lead resigns if it leads, and then:
+//   - if ctx was cancelled (context.Canceled, whatever its cause), which is
+//     a shutdown, as by signal.NotifyContext on SIGTERM, Lead returns nil,
+//     or fn's error if fn returned one that is not the context's;
+//   - if its deadline passed, Lead returns an error wrapping
+//     context.DeadlineExceeded (and the cause, if one was set), and the
+//     last failure of Redis if its campaigns were failing then (or fn's
+//     error, if fn returned one that is not the context's).
+//
+// An error of Redis while campaigning (unreachable, paused, failing over)
+// is retried after a pause that grows up to a lease, and each one is
+// logged (WithLogger) with its error, so that a Lead that cannot reach
+// Redis is not silent; an error that retrying cannot mend (dlock.ErrClosed,
+// ErrInvalid, ...) is returned at once. Whatever go-redis resends while
+// Redis is paused, Lead leads in one term at a time (see Campaign).
 func Lead(ctx context.Context, e *Election, value string, fn func(ctx context.Context) error) error {
 	switch {
 	case e == nil:
@@ -29,20 +42,31 @@ func Lead(ctx context.Context, e *Election, value string, fn func(ctx context.Co
 	case fn == nil:
 		return fmt.Errorf("%w: Lead with a nil function", ErrInvalid)
 	}
+	var failed error // the last campaign error retried, until one succeeds
+	failures := 0
 	pause := time.Duration(0)
 	for {
 		l, err := e.Campaign(ctx, value)
 		switch {
 		case err == nil:
-			pause = 0
+			if failures > 0 {
+				e.log().Info("election: campaign succeeded after failures",
+					slog.String("election", e.name), slog.Int("failures", failures))
+			}
+			failed, failures, pause = nil, 0, 0
 		case ctx.Err() != nil:
-			return err
+			return e.stopped(ctx, err, failed)
 		case !redisFailed(err):
 			return err
 		default:
+			failed = err
+			failures++
 			pause = min(max(2*pause, 10*time.Millisecond), e.cfg.ttl)
+			e.log().Warn("election: campaign failed; retrying",
+				slog.String("election", e.name), slog.Int("failures", failures),
+				slog.Duration("pause", pause), slog.Any("err", err))
 			if !sleep(ctx, pause) {
-				return fmt.Errorf("election %q: %w", e.name, context.Cause(ctx))
+				return e.stopped(ctx, nil, failed)
 			}
 			continue
 		}
@@ -50,6 +74,8 @@ func Lead(ctx context.Context, e *Election, value string, fn func(ctx context.Co
 		if !lost {
 			return err
 		}
+		e.log().Warn("election: leadership lost; campaigning again",
+			slog.String("election", e.name), slog.Int64("term", l.Term()), slog.Any("err", l.Err()))
 	}
 }
 
@@ -68,11 +94,39 @@ func (e *Election) lead(ctx context.Context, l *Leadership, fn func(ctx context.
 	err = fn(work)
 	switch {
 	case ctx.Err() != nil:
-		return false, fmt.Errorf("election %q: %w", e.name, context.Cause(ctx))
+		if err != nil && !isContextError(ctx, err) {
+			return false, err // fn's own failure, while it stopped
+		}
+		return false, e.stopped(ctx, nil, nil)
 	case l.Err() != nil:
 		return true, err
 	}
 	return false, err
+}
+
+// stopped is what Lead returns when ctx ended: nil for a cancellation (a
+// shutdown); for a deadline, an error wrapping the context's error and its
+// cause, or err (what Campaign returned, if it was running), and failed
+// (the last failure of Redis that Lead retried).
+func (e *Election) stopped(ctx context.Context, err, failed error) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("election %q: %w", e.name, ctx.Err())
+		if cause := context.Cause(ctx); cause != ctx.Err() {
+			err = fmt.Errorf("%w: %w", err, cause)
+		}
+	}
+	if failed != nil && !errors.Is(err, failed) {
+		err = fmt.Errorf("%w; the last campaign failed: %w", err, failed)
+	}
+	return err
+}
+
+// isContextError reports whether err is ctx's own error, or its cause.
+func isContextError(ctx context.Context, err error) bool {
+	return errors.Is(err, ctx.Err()) || errors.Is(err, context.Cause(ctx))
 }
 
 type leadershipKey struct{}

@@ -94,9 +94,19 @@ func (l *Leadership) ended() {
 
 // Resign gives the leadership up, and wakes a candidate at once. It returns
 // nil if it did, also when an earlier Resign did; an error wrapping
-// dlock.ErrLockLost when the leadership had been lost already (nobody was
-// woken: the seat is taken, or free since its lease ran out); and an error
-// of Redis otherwise, in which case this caller still leads.
+// dlock.ErrLockLost when the seat was not this leader's any more (nobody
+// was woken: the seat is taken, or free since its lease ran out); and an
+// error of Redis otherwise.
+//
+// An error of Redis (unreachable, or no answer before ctx ended: then it
+// wraps dlock.ErrOutcomeUnknown) leaves the outcome unknown: Redis may not
+// have got the release, and this caller still leads, renewing its lease; or
+// it got it and the reply was lost, and the next renewal finds the seat
+// released: the leadership ends as resigned (Done, Err wrapping
+// ErrResigned). Either way no other candidate leads before the release has
+// taken effect. A seat that is not this leader's is never released. A
+// release that go-redis sent again (it resends an unanswered command on
+// another connection, and every copy runs) answers as its first copy did.
 func (l *Leadership) Resign(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		if errors.Is(err, ErrResigned) {
@@ -106,6 +116,9 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	}
 	if err := l.lock.Release(ctx); err != nil {
 		if errors.Is(err, dlock.ErrNotHeld) {
+			if errors.Is(l.Err(), ErrResigned) {
+				return nil // a Resign at the same time released it
+			}
 			return fmt.Errorf("%w: %w", dlock.ErrLockLost, err)
 		}
 		return err

@@ -91,7 +91,7 @@ func (o *observer) step(ctx context.Context) error {
 // looked at once more between the two, as a leader may have come before
 // the vacancy lock was held.
 func (o *observer) waitForLeader(ctx context.Context) error {
-	held, err := o.e.locker.TryObtain(ctx, o.e.vacancy(), o.e.cfg.ttl)
+	held, err := o.e.locker.TryObtain(ctx, o.e.vacancy(), o.e.cfg.ttl, dlock.AsRecord())
 	if err != nil && !errors.Is(err, dlock.ErrNotObtained) {
 		return err
 	}

@@ -2,6 +2,7 @@ package election
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -12,8 +13,9 @@ const DefaultTTL = 10 * time.Second
 type Option func(*config)
 
 type config struct {
-	ttl time.Duration
-	err error
+	ttl    time.Duration
+	logger *slog.Logger
+	err    error
 }
 
 // WithTTL sets the leadership lease: a leader renews it a third of ttl
@@ -29,5 +31,25 @@ func WithTTL(ttl time.Duration) Option {
 			return
 		}
 		c.ttl = ttl
+	}
+}
+
+// WithLogger sets where the election reports what it does not return to a
+// caller: the failed campaigns that Lead retries (Warn, with the error and
+// the pause before the next one), the campaign that succeeds after them
+// (Info), a leadership that Lead lost and campaigns for again (Warn), and
+// a Redlock campaign that Campaign repeats because no term was agreed
+// (Warn). Records carry the attribute "election" with the election's name.
+//
+// The default is the dlock Client's logger (dlock.WithLogger, whose own
+// default is slog.Default()), so that an election that cannot reach Redis
+// is never silent.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l == nil {
+			c.err = fmt.Errorf("%w: WithLogger(nil)", ErrInvalid)
+			return
+		}
+		c.logger = l
 	}
 }

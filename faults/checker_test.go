@@ -65,15 +65,15 @@ type checker struct {
 }
 
 // singleChecker starts a redis-server, and workers that reach it through a
-// proxy each.
-func singleChecker(t *testing.T) (*checker, *redistest.Server, []*faults.Proxy) {
+// proxy each, with clients of checkerOptions and then opts.
+func singleChecker(t *testing.T, opts ...func(*redis.Options)) (*checker, *redistest.Server, []*faults.Proxy) {
 	t.Helper()
 	srv := redistest.NewServer(t)
 	c := &checker{}
 	var proxies []*faults.Proxy
 	for range checkWorkers {
 		p := faults.New(t, srv.Addr())
-		locker := dlock.New(p.Client(checkerOptions))
+		locker := dlock.New(p.Client(append([]func(*redis.Options){checkerOptions}, opts...)...))
 		t.Cleanup(func() { locker.Close() })
 		proxies = append(proxies, p)
 		c.lockers = append(c.lockers, locker)
@@ -248,6 +248,38 @@ func TestCheckerPausedRedis(t *testing.T) {
 			srv.Resume()
 		})
 	})
+}
+
+// As TestCheckerPausedRedis, with go-redis's default retries: the pauses
+// outlast the read timeout, so go-redis sends acquires, refreshes and
+// releases again, and every copy runs once Redis is back.
+func TestCheckerPausedRedisDefaultRetries(t *testing.T) {
+	c, srv, _ := singleChecker(t, faults.DefaultRetries)
+	c.run(t, func(deadline time.Time) {
+		every(deadline, 500*time.Millisecond, func() {
+			srv.Pause()
+			time.Sleep(checkTTL * 3 / 2)
+			srv.Resume()
+		})
+	})
+}
+
+// A holder cut off behind its proxy (a blackhole) past its lock's ttl, as in
+// TestCheckerPausedHolder, with go-redis's default retries: its commands
+// are sent again on new connections once the network is back.
+func TestCheckerPausedHolderDefaultRetries(t *testing.T) {
+	c, _, proxies := singleChecker(t, faults.DefaultRetries)
+	var holdings int
+	c.pause = func(worker int, hd *holding) bool {
+		if worker != 0 || hd.firstTry != 0 {
+			return false
+		}
+		if holdings++; holdings%2 == 1 {
+			return false
+		}
+		return pauseHolder(&c.h, hd, proxies[0])
+	}
+	c.run(t, func(deadline time.Time) { time.Sleep(time.Until(deadline)) })
 }
 
 // Redis restarted without persistence: holders may overlap after it, but

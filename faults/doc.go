@@ -19,6 +19,15 @@
 //	p.Blackhole() // connections open, nothing passes: commands time out
 //	p.Clear()     // every fault removed, every connection closed
 //
+// A client from [Proxy.Client] has no retries, so that a fault shows in its
+// first error. Give it go-redis's default retries back with
+// [DefaultRetries], p.Client(faults.DefaultRetries): go-redis then sends a
+// command again when its reply is late, and every copy runs. Code that
+// changes state must pass its fault tests both ways; this package's own
+// tests run the fenced-resource checker with both, and send every mutating
+// call of dlock while Redis is paused past go-redis's default ReadTimeout
+// (TestCallsResentByTheRedisClient: one shared pause of 7.5 s).
+//
 // Every fault applies at once to the connections that are already open, not
 // only to new ones: that is what a pooled go-redis connection needs to see.
 // [Nodes] starts several servers, each behind its own proxy, for tests of a
@@ -82,4 +91,11 @@
 //     called from any goroutine, for example from a time.AfterFunc that cuts
 //     the network in the middle of a call. [New] and [Nodes] must be called
 //     from the test's goroutine.
+//
+// # Slow runs
+//
+// TestStalledHolderExpiry stalls a holder's connection 3 times by default;
+// with DLOCK_SLOW_FAULTS=1 it does so 20 times, and DLOCK_STALL_RUNS=N sets
+// any count. The other packages' slow fault tests read DLOCK_SLOW_FAULTS
+// too (see the README's Development section).
 package faults

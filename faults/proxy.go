@@ -144,6 +144,15 @@ func (p *Proxy) Client(opts ...func(*redis.Options)) *redis.Client {
 	return c
 }
 
+// DefaultRetries is an option of [Proxy.Client] (and of any
+// redis.Options) that gives the client go-redis's default retries back
+// (MaxRetries 3). go-redis then sends a command again, on another
+// connection, when its reply does not come within ReadTimeout or its
+// connection breaks, and every copy that reached the server runs: code
+// that changes state must be tested with it too, as a client with no
+// retries hides that.
+func DefaultRetries(o *redis.Options) { o.MaxRetries = 0 }
+
 // Cut closes every connection through the proxy and refuses new ones until
 // [Proxy.Restore], as if the server had crashed or its host had gone off
 // the network: open connections get EOF, new ones "connection refused". It

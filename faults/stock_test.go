@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -17,9 +18,15 @@ func TestStockReserveRetriedAfterLostReply(t *testing.T) {
 	t.Parallel()
 	srv, p := setup(t)
 	rdb := p.Client(withReadTimeout, func(o *redis.Options) { o.MaxRetries = 2 })
-	inv := stock.New(rdb)
+	inv, err := stock.New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { inv.Close() })
-	direct := stock.New(srv.Client()) // around the proxy
+	direct, err := stock.New(srv.Client()) // around the proxy
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { direct.Close() })
 	ctx := context.Background()
 	if err := direct.Set(ctx, "shirt", 10); err != nil {
@@ -31,8 +38,8 @@ func TestStockReserveRetriedAfterLostReply(t *testing.T) {
 	}
 
 	remove := p.BlackholeReplies()
-	if err := inv.Reserve(ctx, "shirt", "o1", 3, time.Minute); !isTimeout(err) {
-		t.Errorf("Reserve with its reply lost = %v, want a timeout", err)
+	if err := inv.Reserve(ctx, "shirt", "o1", 3, time.Minute); !isTimeout(err) || !errors.Is(err, stock.ErrOutcomeUnknown) {
+		t.Errorf("Reserve with its reply lost = %v, want a timeout and ErrOutcomeUnknown", err)
 	}
 	if l, err := direct.Levels(ctx, "shirt"); err != nil || l != (stock.Levels{Available: 6, Held: 4}) {
 		t.Errorf("levels with the reply lost: %+v, %v; want the reservation made once", l, err)

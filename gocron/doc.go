@@ -17,8 +17,9 @@
 // lock free and runs the job again. Locker keys each run by its schedule
 // slot (package jobs), and Unlock marks the slot done instead of freeing
 // it, so every other scheduler skips the slot, however late it fires
-// (within half a period). The period is the Locker's: use one Locker per
-// period, per job with gocron.WithDistributedJobLocker if periods differ.
+// within the period by its clock. The period is the Locker's: use one
+// Locker per period, per job with gocron.WithDistributedJobLocker if
+// periods differ.
 //
 // # Elector
 //

@@ -49,8 +49,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	defer rdb.Close()
 	hook := &countingHook{}
 	rdb.AddHook(hook)
-	store := idempotency.New(rdb, idempotency.WithPrefix(prefix(b)))
-	defer store.Close()
+	store := mustNew(b, rdb, idempotency.WithPrefix(prefix(b)))
 	handler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)

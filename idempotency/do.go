@@ -38,11 +38,16 @@ import (
 // returned with an error wrapping ErrTooLarge, and not stored. If fn panics,
 // the key is freed and the panic goes on.
 //
-// Errors from Redis before fn ran wrap ErrUnavailable, errors after it
-// ErrNotStored; a context that ends before fn runs makes Do return its
-// error. Once fn has returned, its outcome is stored and the lock released
-// even if ctx has ended, each waiting at most WithLockTTL for Redis.
+// Errors from Redis before fn ran wrap ErrUnavailable; after it, an error
+// wraps ErrNotStored if the result was not stored, or ErrMaybeStored if
+// Redis did not say whether it was. A context that ends before fn runs
+// makes Do return its error. Once fn has returned, its outcome is stored
+// and the lock released even if ctx has ended, each waiting at most
+// WithLockTTL for Redis.
 func (s *Store) Do(ctx context.Context, key string, fingerprint []byte, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
+	if err := s.usable(); err != nil {
+		return nil, false, err
+	}
 	c := call{s: s, key: key, digest: sha256.Sum256(fingerprint), wait: s.cfg.wait}
 	o := c.do(ctx, fn)
 	return o.result, o.replayed, o.err
@@ -211,8 +216,10 @@ func (c call) record(result []byte, err error) ([]byte, error) {
 // storeAndRelease stores rec as the key's outcome and releases its lock,
 // in one step, if the lock is still ours. It is sent even if ctx has ended
 // (fn ran: its outcome must not be lost), and waits at most the lock's
-// time to live. If Redis fails, the lock is released all the same (or
-// expires), and the next call runs fn again.
+// time to live. It returns an error wrapping ErrNotStored when nothing was
+// written, and ErrMaybeStored when that is not known: then the lock is
+// released all the same (or expires), and the next call finds the outcome
+// or runs fn again.
 func (s *Store) storeAndRelease(ctx context.Context, k keys, lock *dlock.Lock, rec []byte) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.lockTTL)
 	defer cancel()
@@ -221,11 +228,17 @@ func (s *Store) storeAndRelease(ctx context.Context, k keys, lock *dlock.Lock, r
 	case err == nil:
 		return nil
 	case errors.Is(err, dlock.ErrNotHeld):
-		// lock.Err says how the lock was lost, if it knows
+		// The lock is not ours, so nothing was written; lock.Err says how
+		// the lock was lost, if it knows.
 		return errors.Join(fmt.Errorf("%w: the key's lock is not ours any more", ErrNotStored), lock.Err())
+	case errors.Is(err, dlock.ErrClosed):
+		// refused before it was sent
+		return fmt.Errorf("%w: %w: %w", ErrNotStored, ErrClosed, err)
 	}
+	// Redis failed or did not answer: the command, or a copy of it that
+	// go-redis sent again, may have run, or may still run.
 	s.release(ctx, lock)
-	return fmt.Errorf("%w: %w", ErrNotStored, err)
+	return fmt.Errorf("%w: %w", ErrMaybeStored, err)
 }
 
 // release releases the key's lock, even if ctx has ended, waiting at most

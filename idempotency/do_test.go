@@ -197,8 +197,7 @@ func TestDoConcurrentCalls(t *testing.T) {
 	t.Parallel()
 	rdb := sharedClient(t)
 	waiting := newStore(t, rdb)
-	impatient := idempotency.New(rdb, idempotency.WithPrefix(prefix(t)), idempotency.WithWait(0))
-	t.Cleanup(func() { impatient.Close() })
+	impatient := mustNew(t, rdb, idempotency.WithPrefix(prefix(t)), idempotency.WithWait(0))
 	ctx := timeout(t, 10*time.Second)
 
 	running, finish := make(chan struct{}), make(chan struct{})
@@ -217,8 +216,7 @@ func TestDoConcurrentCalls(t *testing.T) {
 	if _, _, err := impatient.Do(ctx, "order:1", nil, counted(&runs, "again")); !errors.Is(err, idempotency.ErrInProgress) {
 		t.Errorf("Do WithWait(0) while fn runs: %v, want ErrInProgress", err)
 	}
-	briefly := idempotency.New(rdb, idempotency.WithPrefix(prefix(t)), idempotency.WithWait(50*time.Millisecond))
-	t.Cleanup(func() { briefly.Close() })
+	briefly := mustNew(t, rdb, idempotency.WithPrefix(prefix(t)), idempotency.WithWait(50*time.Millisecond))
 	if _, _, err := briefly.Do(ctx, "order:1", nil, counted(&runs, "again")); !errors.Is(err, idempotency.ErrInProgress) {
 		t.Errorf("Do WithWait(50ms) while fn runs: %v, want ErrInProgress", err)
 	}
@@ -349,26 +347,35 @@ func TestStoreInvalid(t *testing.T) {
 	rdb := sharedClient(t)
 	ctx := timeout(t, 10*time.Second)
 	fn := func(context.Context) ([]byte, error) { return nil, nil }
-	stores := map[string]*idempotency.Store{
-		"nil client":       idempotency.New(nil),
-		"nil option":       idempotency.New(rdb, nil),
-		"retention 0":      idempotency.New(rdb, idempotency.WithRetention(0)),
-		"negative wait":    idempotency.New(rdb, idempotency.WithWait(-time.Second)),
-		"max result 0":     idempotency.New(rdb, idempotency.WithMaxResult(0)),
-		"empty prefix":     idempotency.New(rdb, idempotency.WithPrefix("")),
-		"lock ttl 1µs":     idempotency.New(rdb, idempotency.WithLockTTL(time.Microsecond)),
-		"nil logger":       idempotency.New(rdb, idempotency.WithLogger(nil)),
-		"typed nil client": idempotency.New((*redis.Client)(nil)),
+	invalid := map[string]struct {
+		rdb  redis.UniversalClient
+		opts []idempotency.Option
+	}{
+		"nil client":       {nil, nil},
+		"nil option":       {rdb, []idempotency.Option{nil}},
+		"retention 0":      {rdb, []idempotency.Option{idempotency.WithRetention(0)}},
+		"negative wait":    {rdb, []idempotency.Option{idempotency.WithWait(-time.Second)}},
+		"max result 0":     {rdb, []idempotency.Option{idempotency.WithMaxResult(0)}},
+		"empty prefix":     {rdb, []idempotency.Option{idempotency.WithPrefix("")}},
+		"lock ttl 1µs":     {rdb, []idempotency.Option{idempotency.WithLockTTL(time.Microsecond)}},
+		"nil logger":       {rdb, []idempotency.Option{idempotency.WithLogger(nil)}},
+		"typed nil client": {(*redis.Client)(nil), nil},
 	}
-	for name, store := range stores {
+	for name, in := range invalid {
+		if store, err := idempotency.New(in.rdb, in.opts...); !errors.Is(err, idempotency.ErrInvalidOption) || store != nil {
+			t.Errorf("%s: New = %v, %v; want no Store and ErrInvalidOption", name, store, err)
+		}
+	}
+	// A Store that New did not make: no panic.
+	for name, store := range map[string]*idempotency.Store{"nil": nil, "zero": {}} {
 		if _, _, err := store.Do(ctx, "k", nil, fn); !errors.Is(err, idempotency.ErrInvalidOption) {
-			t.Errorf("%s: Do = %v, want ErrInvalidOption", name, err)
+			t.Errorf("%s Store: Do = %v, want ErrInvalidOption", name, err)
 		}
 		if err := store.Close(); err != nil {
-			t.Errorf("%s: Close = %v", name, err)
+			t.Errorf("%s Store: Close = %v", name, err)
 		}
 	}
-	closed := idempotency.New(rdb)
+	closed := mustNew(t, rdb)
 	closed.Close()
 	if _, _, err := closed.Do(ctx, "k", nil, fn); !errors.Is(err, idempotency.ErrClosed) {
 		t.Errorf("Do after Close = %v, want ErrClosed", err)

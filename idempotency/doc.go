@@ -9,7 +9,10 @@
 // net/http handlers with the Idempotency-Key header of the IETF draft
 // draft-ietf-httpapi-idempotency-key-header:
 //
-//	store := idempotency.New(rdb)
+//	store, err := idempotency.New(rdb)
+//	if err != nil {
+//		return err
+//	}
 //	defer store.Close()
 //	http.Handle("POST /payments", store.Middleware(payHandler))
 //
@@ -34,7 +37,9 @@
 //   - Failures are not stored: an error from fn that is not Final, a 5xx,
 //     408 or 429 response, a handler's panic, a handler that wrote nothing
 //     once its context ended, a result too large to store. The key is free
-//     again at once, and the next call runs fn.
+//     again at once, and the next call runs fn. A handler that wrote nothing
+//     once its context ended gets the Middleware's 503 "interrupted" in its
+//     place, never net/http's empty 200.
 //   - Redis failing before fn ran is an error wrapping ErrUnavailable (503),
 //     and fn does not run, unless the Middleware has WithFailOpen. Every call
 //     ends when its context does, even if Redis hangs.
@@ -57,10 +62,13 @@
 // call runs fn again, since nothing was stored. Whether the dead call's fn
 // acted is not known to the Store.
 //
-// If fn finished but its outcome could not be stored (Redis failed or
-// restarted in between, or the lock was lost), the caller gets the outcome
-// with an error wrapping ErrNotStored, and the next call runs fn again. The
-// Middleware has already sent the response then; it logs the failure.
+// If fn finished but its outcome was not stored (the lock was lost, or
+// Redis restarted in between), the caller gets the outcome with an error
+// wrapping ErrNotStored, and the next call runs fn again. If Redis failed
+// or did not answer while the outcome was being stored, whether it was is
+// not known: the error wraps ErrMaybeStored, and the next call gets the
+// stored outcome or runs fn again. The Middleware has already sent the
+// response then; it logs which of the two happened.
 //
 // Stored outcomes live in Redis and share its durability: a restart without
 // persistence, a failover to a replica that missed the write, or an
@@ -80,6 +88,8 @@
 //	key-reused       422  the key was used with another payload
 //	in-progress      409  a request with the key is being processed (Retry-After: 1)
 //	unavailable      503  Redis failed or did not answer in time (Retry-After: 1)
+//	interrupted      503  the handler stopped without a response once its context
+//	                      ended, as when the key's lock was lost (Retry-After: 1)
 //	internal         500  a misconfigured Middleware, or an unreadable stored response
 //
 // # Keys in Redis
@@ -91,4 +101,16 @@
 // Cluster slot). The digest in braces is a hash tag, so both keys live in
 // one Cluster slot. The Middleware's keys are the client's key within the
 // request's scope (WithScope).
+//
+// The package writes to Redis only through the key's dlock lock: its
+// acquire, and the release that stores the outcome. Each is safe when
+// go-redis sends it again after a ReadTimeout (its default MaxRetries is
+// 3), as dlock's are.
+//
+// # Tests
+//
+// The package's tests need redis-server (see package redistest). Its slow
+// fault tests, which pause Redis for seconds while calls are in flight so
+// that go-redis sends them again, run only with DLOCK_SLOW_FAULTS=1 in the
+// environment; one of them runs always.
 package idempotency

@@ -24,11 +24,18 @@ var (
 	// Middleware does with WithFailOpen).
 	ErrUnavailable = errors.New("idempotency: redis unavailable")
 
-	// ErrNotStored means fn ran, but its result could not be stored: the
-	// lock on the key was lost while fn ran (see dlock.ErrLockLost, also
-	// in the error), or Redis failed. Do still returns fn's result. The
-	// next call with the key may run fn again.
+	// ErrNotStored means fn ran, but its result was not stored: the lock
+	// on the key was lost while fn ran (see dlock.ErrLockLost, also in the
+	// error), or the Store was closed. Do still returns fn's result. The
+	// next call with the key runs fn again.
 	ErrNotStored = errors.New("idempotency: result not stored")
+
+	// ErrMaybeStored means fn ran, and whether its result was stored is
+	// not known: Redis failed, or did not answer in time, while the
+	// result was being stored, and the command may still have run. Do
+	// still returns fn's result. The next call with the key gets the
+	// stored result, if it was stored, or runs fn again.
+	ErrMaybeStored = errors.New("idempotency: whether the result was stored is unknown")
 
 	// ErrInvalidKey means an empty key.
 	ErrInvalidKey = errors.New("idempotency: invalid key")

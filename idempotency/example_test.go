@@ -34,7 +34,11 @@ func chargeCard(_ context.Context, order string) ([]byte, error) {
 func ExampleStore_Do() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	store := idempotency.New(rdb, idempotency.WithPrefix("example-do:"))
+	store, err := idempotency.New(rdb, idempotency.WithPrefix("example-do:"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer store.Close()
 	defer forget(rdb, "example-do:") // so that the example runs again the same
 	ctx := context.Background()
@@ -60,7 +64,11 @@ func ExampleStore_Do() {
 func ExampleFinal() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	store := idempotency.New(rdb, idempotency.WithPrefix("example-final:"))
+	store, err := idempotency.New(rdb, idempotency.WithPrefix("example-final:"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer store.Close()
 	defer forget(rdb, "example-final:") // so that the example runs again the same
 	ctx := context.Background()
@@ -84,7 +92,11 @@ func ExampleFinal() {
 func ExampleStore_Middleware() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	store := idempotency.New(rdb, idempotency.WithPrefix("example-middleware:"))
+	store, err := idempotency.New(rdb, idempotency.WithPrefix("example-middleware:"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer store.Close()
 	defer forget(rdb, "example-middleware:") // so that the example runs again the same
 

@@ -178,7 +178,7 @@ func TestMiddlewareProcessKilledMidHandler(t *testing.T) {
 	const lockTTL = 300 * time.Millisecond
 
 	rdbA := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	storeA := idempotency.New(rdbA, idempotency.WithPrefix(prefix(t)), idempotency.WithLockTTL(lockTTL))
+	storeA := mustNew(t, rdbA, idempotency.WithPrefix(prefix(t)), idempotency.WithLockTTL(lockTTL))
 	dead := make(chan struct{})
 	var chargedByA atomic.Int32
 	running := make(chan struct{})

@@ -39,7 +39,8 @@ func FuzzParseKey(f *testing.F) {
 // A stored response reads back as it was written, and any bytes are
 // either a response or ErrCorrupt, never a panic.
 func FuzzDecodeResponse(f *testing.F) {
-	f.Add(encodeResponse(201, http.Header{"Location": {"/p/1"}, "Set-Cookie": {"a=1", "b=2"}}, []byte("body")))
+	f.Add(encodeResponse(201, http.Header{"Location": {"/p/1"}, "Set-Cookie": {"a=1", "b=2"}}, nil, []byte("body")))
+	f.Add(encodeResponse(200, http.Header{"Trailer": {"X-Sum"}}, http.Header{"X-Sum": {"1", "2"}, "x-raw": {""}}, []byte("body")))
 	f.Add([]byte{})
 	f.Add([]byte{0xc9, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -47,9 +48,9 @@ func FuzzDecodeResponse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again := encodeResponse(r.status, r.header, r.body)
+		again := encodeResponse(r.status, r.header, r.trailer, r.body)
 		r2, err := decodeResponse(again)
-		if err != nil || r2.status != r.status || !reflect.DeepEqual(r2.header, r.header) || !bytes.Equal(r2.body, r.body) {
+		if err != nil || r2.status != r.status || !reflect.DeepEqual(r2.header, r.header) || !reflect.DeepEqual(r2.trailer, r.trailer) || !bytes.Equal(r2.body, r.body) {
 			t.Fatalf("%q decoded to %+v, which encodes to %q, which decodes to %+v, %v", b, r, again, r2, err)
 		}
 	})

@@ -19,8 +19,7 @@ func TestKeyHeader(t *testing.T) {
 	t.Parallel()
 	rdb := sharedClient(t)
 	strict := newStore(t, rdb).Middleware(&payments{})
-	bareStore := idempotency.New(rdb, idempotency.WithPrefix(prefix(t)+"bare:"))
-	t.Cleanup(func() { bareStore.Close() })
+	bareStore := mustNew(t, rdb, idempotency.WithPrefix(prefix(t)+"bare:"))
 	bare := bareStore.Middleware(&payments{}, idempotency.WithBareKeys())
 	long := strings.Repeat("k", idempotency.MaxKeyLength)
 	tests := []struct {

@@ -23,7 +23,10 @@ func TestNoGoroutinesLeftBehind(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	srv := redistest.NewServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	store := idempotency.New(rdb, idempotency.WithPrefix(prefix(t)))
+	store, err := idempotency.New(rdb, idempotency.WithPrefix(prefix(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := timeout(t, 10*time.Second)
 	fn := func(context.Context) ([]byte, error) { return []byte("r"), nil }
 

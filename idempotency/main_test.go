@@ -71,7 +71,17 @@ func receive[T any](t testing.TB, ch <-chan T) T {
 func newStore(t testing.TB, rdb redis.UniversalClient, opts ...idempotency.Option) *idempotency.Store {
 	t.Helper()
 	opts = append([]idempotency.Option{idempotency.WithPrefix(prefix(t))}, opts...)
-	store := idempotency.New(rdb, opts...)
+	return mustNew(t, rdb, opts...)
+}
+
+// mustNew returns idempotency.New's Store, closed when the test ends, and
+// fails the test if New fails.
+func mustNew(t testing.TB, rdb redis.UniversalClient, opts ...idempotency.Option) *idempotency.Store {
+	t.Helper()
+	store, err := idempotency.New(rdb, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { store.Close() })
 	return store
 }

@@ -6,8 +6,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
+
+	"github.com/dlock-go/dlock"
 )
 
 // ReplayHeader marks a response that the Middleware replayed from the store,
@@ -21,9 +24,11 @@ const ReplayHeader = "Idempotent-Replayed"
 //
 //   - The first request with a key runs next, whose response goes to the
 //     client as next writes it, and is stored: its status, its headers
-//     (not the hop-by-hop ones) and its body.
+//     (not the hop-by-hop ones), its body and its trailer fields (declared
+//     in its Trailer header, or set with http.TrailerPrefix).
 //   - A request with the key of a finished one gets the stored response,
-//     with the header Idempotent-Replayed: true. One sent while the first
+//     with the header Idempotent-Replayed: true, and the trailer fields
+//     that net/http sent after the body. One sent while the first
 //     one runs gets 409 Conflict, or waits and gets the stored response
 //     with WithWaitForInProgress. One with the same key and another
 //     payload (see WithFingerprint) gets 422 Unprocessable Content.
@@ -32,8 +37,11 @@ const ReplayHeader = "Idempotent-Replayed"
 //     WithBareKeys), empty, longer than MaxKeyLength, or sent twice.
 //   - A server error (5xx), 408, 429, a response larger than
 //     WithMaxResult, a panic of next, or no response at all from a next
-//     whose context ended (the client went away) is not stored, and the
-//     key is free again, so the client can retry.
+//     whose context ended is not stored, and the key is free again, so the
+//     client can retry. For no response, the client gets 503 with
+//     Retry-After (the problem "interrupted"), not net/http's empty 200:
+//     next gave up because the key's lock was lost, or the client went
+//     away.
 //   - When Redis fails before next would run, the request gets 503 and next
 //     does not run, unless WithFailOpen.
 //
@@ -45,11 +53,15 @@ func (s *Store) Middleware(next http.Handler, opts ...MiddlewareOption) http.Han
 	if cfg.err == nil && next == nil {
 		cfg.invalid("Middleware with a nil handler")
 	}
-	if cfg.err == nil {
-		cfg.err = s.cfg.err
+	if cfg.err == nil && (s == nil || s.locker == nil) {
+		cfg.err = errNotNew
 	}
 	if cfg.err != nil {
-		s.cfg.logger.Error("idempotency: the middleware answers every guarded request with 500", "error", cfg.err)
+		logger := slog.New(slog.DiscardHandler)
+		if s != nil && s.cfg.logger != nil {
+			logger = s.cfg.logger
+		}
+		logger.Error("idempotency: the middleware answers every guarded request with 500", "error", cfg.err)
 	}
 	return &middleware{s: s, next: next, cfg: cfg}
 }
@@ -95,7 +107,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.next.ServeHTTP(rec, r.WithContext(ctx))
 		return rec.result(ctx)
 	})
-	m.answer(w, r, o)
+	m.answer(w, r, rec, o)
 }
 
 // scopedKey returns the Store's key of a request's key in a scope; the
@@ -125,12 +137,20 @@ func (m *middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 }
 
 // answer finishes a request after the call: the handler's response is
-// already written if it ran.
-func (m *middleware) answer(w http.ResponseWriter, r *http.Request, o outcome) {
+// already written if it ran and wrote one.
+func (m *middleware) answer(w http.ResponseWriter, r *http.Request, rec *recorder, o outcome) {
 	log := m.s.cfg.logger
 	switch {
 	case o.replayed:
 		m.replay(w, o.result)
+	case o.ran && errors.Is(o.err, errAbandoned):
+		// The handler gave up without a response: net/http would send 200.
+		if errors.Is(o.err, dlock.ErrLockLost) {
+			log.Warn("idempotency: the key's lock was lost and the handler stopped without a response; the client gets 503",
+				"method", r.Method, "path", r.URL.Path, "error", o.err)
+		}
+		rec.discardHeader()
+		m.problem(w, problemInterrupted, "The request was interrupted before it produced a response, and no response is kept for its "+KeyHeader+"; retry later with the same key.")
 	case o.ran:
 		switch {
 		case errors.Is(o.err, ErrTooLarge):
@@ -138,6 +158,9 @@ func (m *middleware) answer(w http.ResponseWriter, r *http.Request, o outcome) {
 				"method", r.Method, "path", r.URL.Path, "error", o.err)
 		case errors.Is(o.err, ErrNotStored):
 			log.Warn("idempotency: a response could not be stored; a retry runs the handler again",
+				"method", r.Method, "path", r.URL.Path, "error", o.err)
+		case errors.Is(o.err, ErrMaybeStored):
+			log.Warn("idempotency: whether a response was stored is unknown, as Redis did not answer; a retry gets it, or runs the handler again",
 				"method", r.Method, "path", r.URL.Path, "error", o.err)
 		}
 	case errors.Is(o.err, ErrInProgress):
@@ -171,6 +194,20 @@ func (m *middleware) replay(w http.ResponseWriter, stored []byte) {
 	h.Set(ReplayHeader, "true")
 	w.WriteHeader(resp.status)
 	_, _ = w.Write(resp.body)
+	if resp.trailer == nil {
+		return
+	}
+	// The trailer fields as they were sent, all through TrailerPrefix: a
+	// declared field's value in the header, sent already, must not be
+	// sent again as a trailer. The flush keeps net/http from sending the
+	// body with a Content-Length, which leaves no room for trailers.
+	_ = http.NewResponseController(w).Flush()
+	for _, name := range declared(resp.header) {
+		delete(h, name)
+	}
+	for name, values := range resp.trailer {
+		h[http.TrailerPrefix+name] = values
+	}
 }
 
 func (m *middleware) problem(w http.ResponseWriter, kind problemKind, detail string) {

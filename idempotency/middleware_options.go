@@ -19,6 +19,8 @@ type middlewareConfig struct {
 	bare        bool
 	optional    bool
 	fingerprint func(r *http.Request, body []byte) []byte
+	custom      bool // WithFingerprint
+	ignoreQuery bool // WithQueryIgnored
 	scope       func(r *http.Request) string
 	wait        bool
 	problemType string
@@ -44,6 +46,9 @@ func newMiddlewareConfig(opts []MiddlewareOption) middlewareConfig {
 			break
 		}
 	}
+	if c.err == nil && c.custom && c.ignoreQuery {
+		c.invalid("WithQueryIgnored with WithFingerprint: the fingerprint function alone decides what it covers")
+	}
 	return c
 }
 
@@ -62,13 +67,33 @@ func (c *middlewareConfig) guards(method string) bool {
 }
 
 // DefaultFingerprint is the fingerprint of a request unless WithFingerprint
-// says otherwise: a digest of its method, its path and its body. Two
-// requests with the same key and different fingerprints get 422.
+// or WithQueryIgnored says otherwise: a digest of its method, its path, its
+// query string and its body. Two requests with the same key and different
+// fingerprints get 422, so /pay?amount=10 and /pay?amount=99 are two
+// payloads. The query string is taken as sent: the same parameters in
+// another order are another fingerprint.
 func DefaultFingerprint(r *http.Request, body []byte) []byte {
+	return fingerprint(r, body, true)
+}
+
+// fingerprintWithoutQuery is the fingerprint of WithQueryIgnored.
+func fingerprintWithoutQuery(r *http.Request, body []byte) []byte {
+	return fingerprint(r, body, false)
+}
+
+// fingerprint digests the method, the path, the query string if withQuery
+// and there is one, and the body. The path is escaped, so it holds no '?':
+// path and query cannot be told for another path. A request without a
+// query string has the fingerprint it had when the query was left out.
+func fingerprint(r *http.Request, body []byte, withQuery bool) []byte {
 	h := sha256.New()
 	h.Write([]byte(r.Method))
 	h.Write([]byte{0})
 	h.Write([]byte(r.URL.EscapedPath()))
+	if withQuery && r.URL.RawQuery != "" {
+		h.Write([]byte{'?'})
+		h.Write([]byte(r.URL.RawQuery))
+	}
 	h.Write([]byte{0})
 	h.Write(body)
 	return h.Sum(nil)
@@ -107,14 +132,28 @@ func WithOptionalKey() MiddlewareOption {
 // WithFingerprint sets what identifies a request's payload: two requests
 // with the same key and different fingerprints get 422. fn gets the request
 // and its body, already read; it must not read r.Body. The default is
-// DefaultFingerprint (method, path and body).
+// DefaultFingerprint (method, path, query string and body). It cannot be
+// combined with WithQueryIgnored.
 func WithFingerprint(fn func(r *http.Request, body []byte) []byte) MiddlewareOption {
 	return func(c *middlewareConfig) {
 		if fn == nil {
 			c.invalid("WithFingerprint(nil)")
 			return
 		}
-		c.fingerprint = fn
+		c.fingerprint, c.custom = fn, true
+	}
+}
+
+// WithQueryIgnored leaves the query string out of the default fingerprint:
+// requests with the same key, method, path and body are the same payload
+// whatever their query strings, and a retry with another query string gets
+// the stored response. Use it where the query carries nothing of what the
+// client asks for, such as tracking parameters. By default the query string
+// is part of the fingerprint (see DefaultFingerprint). It cannot be
+// combined with WithFingerprint.
+func WithQueryIgnored() MiddlewareOption {
+	return func(c *middlewareConfig) {
+		c.fingerprint, c.ignoreQuery = fingerprintWithoutQuery, true
 	}
 }
 

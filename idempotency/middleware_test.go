@@ -1,7 +1,9 @@
 package idempotency_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -235,6 +237,67 @@ func TestMiddlewareFingerprintOption(t *testing.T) {
 	}
 }
 
+// The query string is part of the default fingerprint: the same key on
+// /pay?amount=1000 and on /pay is a reused key. WithQueryIgnored leaves it
+// out.
+func TestMiddlewareQueryInFingerprint(t *testing.T) {
+	t.Parallel()
+	pay := &payments{}
+	store := newStore(t, sharedClient(t))
+	srv := serve(t, store.Middleware(pay))
+	ignoring := serve(t, store.Middleware(pay, idempotency.WithQueryIgnored()))
+	ctx := timeout(t, 10*time.Second)
+
+	if r := post(ctx, t, srv.URL+"/pay", `"k"`, ""); r.status != http.StatusCreated {
+		t.Fatalf("first: %d", r.status)
+	}
+	r := post(ctx, t, srv.URL+"/pay?amount=1000", `"k"`, "")
+	if typ, _ := problemOf(t, r); r.status != http.StatusUnprocessableEntity || typ != idempotency.DefaultProblemType+"#key-reused" {
+		t.Errorf("/pay?amount=1000 with the key of /pay: %d %s, want 422 key-reused", r.status, typ)
+	}
+	if r := post(ctx, t, srv.URL+"/pay?", `"k"`, ""); r.header.Get(idempotency.ReplayHeader) != "true" {
+		t.Errorf("/pay? (an empty query) with the key of /pay: %d, want the replay", r.status)
+	}
+	post(ctx, t, srv.URL+"/pay?amount=1000", `"k2"`, "")
+	if r := post(ctx, t, srv.URL+"/pay?amount=1000", `"k2"`, ""); r.header.Get(idempotency.ReplayHeader) != "true" {
+		t.Errorf("the same query again: %d, want the replay", r.status)
+	}
+	if r := post(ctx, t, srv.URL+"/pay?amount=1", `"k2"`, ""); r.status != http.StatusUnprocessableEntity {
+		t.Errorf("another query: %d, want 422", r.status)
+	}
+
+	first := post(ctx, t, ignoring.URL+"/pay?amount=1000", `"k3"`, "")
+	again := post(ctx, t, ignoring.URL+"/pay?amount=1", `"k3"`, "")
+	if again.header.Get(idempotency.ReplayHeader) != "true" || again.body != first.body {
+		t.Errorf("WithQueryIgnored, another query: %d %s, want %s replayed", again.status, again.body, first.body)
+	}
+	if n := pay.charges.Load(); n != 3 {
+		t.Errorf("charged %d times, want 3", n)
+	}
+}
+
+// A request without a query string has the fingerprint it had when the
+// default fingerprint left the query out: the records stored for it still
+// match.
+func TestDefaultFingerprintWithoutQuery(t *testing.T) {
+	t.Parallel()
+	old := func(method, path, body string) []byte {
+		sum := sha256.Sum256([]byte(method + "\x00" + path + "\x00" + body))
+		return sum[:]
+	}
+	for _, target := range []string{"/pay", "/pay/%3Fx", "/"} {
+		r := httptest.NewRequest(http.MethodPost, target, nil)
+		if got, want := idempotency.DefaultFingerprint(r, []byte("amount=10")), old(http.MethodPost, r.URL.EscapedPath(), "amount=10"); !bytes.Equal(got, want) {
+			t.Errorf("%s: fingerprint %x, want %x", target, got, want)
+		}
+	}
+	a := idempotency.DefaultFingerprint(httptest.NewRequest(http.MethodPost, "/pay?amount=1000", nil), nil)
+	b := idempotency.DefaultFingerprint(httptest.NewRequest(http.MethodPost, "/pay%3Famount=1000", nil), nil)
+	if bytes.Equal(a, b) {
+		t.Error("/pay?amount=1000 and /pay%3Famount=1000 have one fingerprint")
+	}
+}
+
 func TestMiddlewareScope(t *testing.T) {
 	t.Parallel()
 	pay := &payments{}
@@ -373,15 +436,17 @@ func TestMiddlewareInvalid(t *testing.T) {
 	t.Parallel()
 	store := newStore(t, sharedClient(t))
 	handlers := map[string]http.Handler{
-		"nil handler":         store.Middleware(nil),
-		"nil option":          store.Middleware(&payments{}, nil),
-		"no methods":          store.Middleware(&payments{}, idempotency.WithMethods()),
-		"nil fingerprint":     store.Middleware(&payments{}, idempotency.WithFingerprint(nil)),
-		"nil scope":           store.Middleware(&payments{}, idempotency.WithScope(nil)),
-		"type with fragment":  store.Middleware(&payments{}, idempotency.WithProblemType("https://x/#y")),
-		"max body 0":          store.Middleware(&payments{}, idempotency.WithMaxBody(0)),
-		"store with nil rdb":  idempotency.New(nil).Middleware(&payments{}),
-		"store bad retention": idempotency.New(sharedClient(t), idempotency.WithRetention(-1)).Middleware(&payments{}),
+		"nil handler":        store.Middleware(nil),
+		"nil option":         store.Middleware(&payments{}, nil),
+		"no methods":         store.Middleware(&payments{}, idempotency.WithMethods()),
+		"nil fingerprint":    store.Middleware(&payments{}, idempotency.WithFingerprint(nil)),
+		"nil scope":          store.Middleware(&payments{}, idempotency.WithScope(nil)),
+		"type with fragment": store.Middleware(&payments{}, idempotency.WithProblemType("https://x/#y")),
+		"max body 0":         store.Middleware(&payments{}, idempotency.WithMaxBody(0)),
+		"query ignored, own fingerprint": store.Middleware(&payments{}, idempotency.WithQueryIgnored(),
+			idempotency.WithFingerprint(func(*http.Request, []byte) []byte { return nil })),
+		"nil store":  (*idempotency.Store)(nil).Middleware(&payments{}),
+		"zero store": new(idempotency.Store).Middleware(&payments{}),
 	}
 	for name, h := range handlers {
 		w := httptest.NewRecorder()

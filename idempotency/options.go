@@ -44,7 +44,7 @@ func newConfig(opts []Option) config {
 		maxResult: DefaultMaxResult,
 		prefix:    DefaultPrefix,
 		lockTTL:   DefaultLockTTL,
-		logger:    slog.New(slog.DiscardHandler),
+		logger:    slog.Default(),
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -95,8 +95,8 @@ func WithWait(d time.Duration) Option {
 }
 
 // WithMaxResult sets the size of the largest result that is stored, in
-// bytes; for the Middleware, of the response's status, headers and body
-// together. A larger result is not stored (see ErrTooLarge) and frees the
+// bytes; for the Middleware, of the response's status, headers, body and
+// trailer fields together. A larger result is not stored (see ErrTooLarge) and frees the
 // key. The default is DefaultMaxResult (1 MiB); it must be positive.
 func WithMaxResult(n int) Option {
 	return func(c *config) {
@@ -137,8 +137,9 @@ func WithLockTTL(d time.Duration) Option {
 }
 
 // WithLogger sets where the Store reports what it cannot return to a caller,
-// such as a response too large to store, or a failed release. The default
-// discards everything.
+// such as a response too large to store, a lock lost while its request ran,
+// or a failed release. The default is slog.Default() as it is when New is
+// called; to discard, pass slog.New(slog.DiscardHandler).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l == nil {

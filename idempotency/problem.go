@@ -27,6 +27,7 @@ var (
 	problemKeyReused    = problemKind{http.StatusUnprocessableEntity, "key-reused", "Idempotency-Key is already used"}
 	problemInProgress   = problemKind{http.StatusConflict, "in-progress", "A request is outstanding for this Idempotency-Key"}
 	problemUnavailable  = problemKind{http.StatusServiceUnavailable, "unavailable", "The idempotency store is unavailable"}
+	problemInterrupted  = problemKind{http.StatusServiceUnavailable, "interrupted", "The request was interrupted"}
 	problemInternal     = problemKind{http.StatusInternalServerError, "internal", "The idempotency store failed"}
 )
 

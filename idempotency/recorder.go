@@ -13,6 +13,7 @@ import (
 // the response, up to a limit, to store.
 type recorder struct {
 	w        http.ResponseWriter
+	before   http.Header // the client's header before the handler ran
 	limit    int         // the largest body kept
 	status   int         // of the final response; 0 until it is written
 	header   http.Header // as it was when the status was written
@@ -21,7 +22,20 @@ type recorder struct {
 }
 
 func newRecorder(w http.ResponseWriter, limit int) *recorder {
-	return &recorder{w: w, limit: limit}
+	return &recorder{w: w, before: w.Header().Clone(), limit: limit}
+}
+
+// wrote reports whether the handler wrote a response: a status, or a body.
+func (r *recorder) wrote() bool { return r.status != 0 }
+
+// discardHeader undoes what the handler did to the header of a response it
+// did not write, so that the Middleware's own answer carries none of it.
+func (r *recorder) discardHeader() {
+	h := r.w.Header()
+	clear(h)
+	for name, values := range r.before {
+		h[name] = values
+	}
 }
 
 // Header returns the header of the response to the client.
@@ -68,15 +82,21 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.w }
 // not stored, and the key is free again.
 var errPassedThrough = errors.New("idempotency: response passed through, not stored")
 
+// errAbandoned means the handler wrote nothing and its context had ended:
+// it gave up, and the client has no response yet. Nothing is stored, and
+// the key is free again.
+var errAbandoned = errors.New("idempotency: the handler wrote no response")
+
 // result returns the stored form of the response the handler wrote, or an
-// error wrapping errPassedThrough if it is not to be stored: a server error,
-// a "try again later" (408, 429), a body over the limit, or nothing at all
-// from a handler whose context ended (it gave up: the client went away, or
-// the lock was lost).
+// error if it is not to be stored: wrapping errPassedThrough for a server
+// error, a "try again later" (408, 429), or a body over the limit; wrapping
+// errAbandoned, and the context's cause, for nothing at all from a handler
+// whose context ended (it gave up: the client went away, or the lock was
+// lost).
 func (r *recorder) result(ctx context.Context) ([]byte, error) {
 	status, header := r.status, r.header
 	if status == 0 && ctx.Err() != nil {
-		return nil, fmt.Errorf("%w: the handler wrote nothing, and its context ended: %w", errPassedThrough, context.Cause(ctx))
+		return nil, fmt.Errorf("%w, and its context ended: %w", errAbandoned, context.Cause(ctx))
 	}
 	if status == 0 { // the handler wrote nothing: net/http sends 200
 		status, header = http.StatusOK, r.w.Header()
@@ -87,5 +107,5 @@ func (r *recorder) result(ctx context.Context) ([]byte, error) {
 	case r.overflow:
 		return nil, fmt.Errorf("%w: %w: the body is larger than %d bytes", errPassedThrough, ErrTooLarge, r.limit)
 	}
-	return encodeResponse(status, storedHeader(header), r.body), nil
+	return encodeResponse(status, storedHeader(header), trailers(header, r.w.Header()), r.body), nil
 }

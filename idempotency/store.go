@@ -3,6 +3,7 @@ package idempotency
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -26,19 +27,17 @@ type Store struct {
 // *redis.Client (also from redis.NewFailoverClient) or a
 // *redis.ClusterClient. It does not talk to Redis.
 //
-// A nil rdb or an invalid option is not a panic: every call of the Store
-// then returns an error wrapping ErrInvalidOption, and the Middleware answers
-// every request it guards with 500.
-func New(rdb redis.UniversalClient, opts ...Option) *Store {
+// A nil rdb or an invalid option is not a panic: New returns an error
+// wrapping ErrInvalidOption, and no Store.
+func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	cfg := newConfig(opts)
 	if cfg.err == nil && redisclient.IsNil(rdb) {
 		cfg.invalid("New with a nil redis client")
 	}
-	s := &Store{rdb: rdb, cfg: cfg}
-	if cfg.err == nil {
-		s.locker = dlock.New(rdb, dlock.WithLogger(cfg.logger))
+	if cfg.err != nil {
+		return nil, cfg.err
 	}
-	return s
+	return &Store{rdb: rdb, cfg: cfg, locker: dlock.New(rdb, dlock.WithLogger(cfg.logger))}, nil
 }
 
 // Close makes later calls return ErrClosed and waits for the Store's
@@ -48,6 +47,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Store {
 // to live runs out (see WithLockTTL). Close does not close the Redis client.
 // It always returns nil.
 func (s *Store) Close() error {
+	if s == nil {
+		return nil
+	}
 	s.closed.Store(true)
 	if s.locker != nil {
 		s.locker.Close() // waits for the lock's background work
@@ -55,10 +57,13 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// errNotNew is the error of a Store that New did not make.
+var errNotNew = fmt.Errorf("%w: a Store not made by New", ErrInvalidOption)
+
 // usable returns the error every call returns on a Store that cannot work.
 func (s *Store) usable() error {
-	if s.cfg.err != nil {
-		return s.cfg.err
+	if s == nil || s.locker == nil {
+		return errNotNew
 	}
 	if s.closed.Load() {
 		return ErrClosed

@@ -36,15 +36,15 @@ func (r *Runner) Begin(ctx context.Context, name string, slot time.Time) (*Attem
 	if err := r.check(name); err != nil {
 		return nil, err
 	}
-	if slot.IsZero() {
-		return nil, fmt.Errorf("%w: zero slot", ErrInvalid)
+	if err := checkSlot(slot); err != nil {
+		return nil, err
 	}
 	slot = slot.UTC()
 	quoted := strconv.Quote(name) + " in slot " + slot.Format(time.RFC3339Nano)
 	if done, err := r.done(ctx, name, slot); err != nil || done {
 		return nil, r.wrap(quoted, err, ErrAlreadyDone)
 	}
-	rec := Record{Job: name, Slot: slot, Host: truncate(r.cfg.host, maxHostLen), Start: time.Now().UTC(), Status: Running}
+	rec := Record{Job: name, Slot: slot, Host: r.cfg.host, Start: time.Now().UTC(), Status: Running}
 	lease, err := r.lease(ctx, slotKey(name, slot, kindRun, 0), rec)
 	if errors.Is(err, dlock.ErrNotObtained) {
 		return nil, fmt.Errorf("%w: %s", ErrRunningElsewhere, quoted)
@@ -60,7 +60,7 @@ func (r *Runner) Begin(ctx context.Context, name string, slot time.Time) (*Attem
 	}
 	for rec.Attempt = 1; rec.Attempt <= r.cfg.attempts; rec.Attempt++ {
 		_, err := r.locker.TryObtain(ctx, slotKey(name, slot, kindAttempt, rec.Attempt), r.cfg.retention,
-			dlock.WithValue(rec.encode(kindAttempt)))
+			dlock.AsRecord(), dlock.WithValue(rec.encode(kindAttempt)))
 		if err == nil {
 			return &Attempt{r: r, lease: lease, record: rec}, nil
 		}
@@ -174,7 +174,7 @@ func (a *Attempt) Finish(ctx context.Context, err error) (Outcome, error) {
 		attempt = 0 // one done record per slot, whichever attempt made it
 	}
 	_, recordErr := a.r.locker.TryObtain(ctx, slotKey(rec.Job, rec.Slot, kind, attempt), a.r.cfg.retention,
-		dlock.WithValue(rec.encode(kind)))
+		dlock.AsRecord(), dlock.WithValue(rec.encode(kind)))
 	if recordErr != nil && !errors.Is(recordErr, dlock.ErrNotObtained) {
 		recordErr = fmt.Errorf("jobs: record the end of %s in slot %s: %w", strconv.Quote(rec.Job), rec.Slot.Format(time.RFC3339Nano), recordErr)
 		return outcome, errors.Join(err, recordErr)

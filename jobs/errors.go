@@ -17,7 +17,7 @@ var (
 	ErrNoAttemptsLeft = errors.New("jobs: no attempts left in this slot")
 
 	// ErrInvalid means an argument or option that cannot be used: a nil
-	// Client, an empty or too long job name, a zero slot, a nil function,
-	// an attempt finished twice.
+	// Client, an empty or too long job name, a zero slot (Slot of a period
+	// that is not positive), a nil function, an attempt finished twice.
 	ErrInvalid = errors.New("jobs: invalid argument")
 )

@@ -30,13 +30,25 @@ func ExampleRunner_Run() {
 	// already done <nil>
 }
 
+// An hourly job's runs belong to the period they were fired in: by hand at
+// 21:33 or late at 21:59, the slot of 21:00, so that the run of 22:00 is
+// not taken ahead of time; a moment before 22:00, by a clock a little
+// fast, the slot of 22:00.
 func ExampleSlot() {
 	every := time.Hour
-	early := time.Date(2026, 11, 21, 2, 59, 58, 0, time.UTC)
-	late := time.Date(2026, 11, 21, 3, 0, 3, 0, time.UTC)
-	fmt.Println(jobs.Slot(early, every), jobs.Slot(late, every))
+	for _, fired := range []string{"21:00:00", "21:00:03", "21:33:00", "21:59:00", "21:59:59.8", "22:00:00"} {
+		t, _ := time.Parse("2006-01-02 15:04:05", "2026-11-21 "+fired)
+		fmt.Println(fired, "->", jobs.Slot(t, every).Format(time.TimeOnly))
+	}
+	fmt.Println(jobs.Slot(time.Now(), 0).IsZero()) // no period: the zero time, which Run refuses
 	// Output:
-	// 2026-11-21 03:00:00 +0000 UTC 2026-11-21 03:00:00 +0000 UTC
+	// 21:00:00 -> 21:00:00
+	// 21:00:03 -> 21:00:00
+	// 21:33:00 -> 21:00:00
+	// 21:59:00 -> 21:00:00
+	// 21:59:59.8 -> 22:00:00
+	// 22:00:00 -> 22:00:00
+	// true
 }
 
 func ExampleRunner_History() {

@@ -41,6 +41,7 @@ func newConfig(opts []Option) config {
 			return c
 		}
 	}
+	c.host = truncate(c.host, maxHostLen)
 	if c.period > 0 && !c.retained {
 		c.retention = RetentionPeriods * c.period
 	}
@@ -111,8 +112,9 @@ func WithAttempts(n int) Option {
 	}
 }
 
-// WithHost sets the name of this host in the records (History). The
-// default is os.Hostname.
+// WithHost sets the name of this host in the records (History), cut to
+// 100 bytes (as JSON: control characters count six). The default is
+// os.Hostname.
 func WithHost(host string) Option {
 	return func(c *config) { c.host = host }
 }

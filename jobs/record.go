@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dlock-go/dlock"
 )
 
 // Status is what became of one attempt, in a Record.
@@ -34,7 +36,10 @@ type Record struct {
 	Error   string    `json:"error,omitempty"` // why it failed, cut to maxErrorLen bytes
 }
 
-// The limits that keep a record within dlock.MaxValueLen once escaped.
+// The limits that keep a record within dlock.MaxValueLen, in bytes of the
+// record (JSON, see encode): a job name is refused over maxNameLen, a host
+// name and an error are cut to fit theirs. checkRecordLen checks the
+// largest record a name and a host can make.
 const (
 	maxNameLen  = 200
 	maxHostLen  = 100
@@ -56,9 +61,43 @@ type stored struct {
 	Kind string `json:"kind"`
 }
 
+// encode returns the record as the value of a lock: JSON without HTML
+// escaping, so that "<", ">" and "&" take one byte each, as they do in
+// jsonLen. It never fails: plain fields, and times of years 1 to 9999
+// (checkSlot).
 func (r Record) encode(kind string) string {
-	b, _ := json.Marshal(stored{Record: r, Kind: kind}) // never fails: plain fields
-	return string(b)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(stored{Record: r, Kind: kind})
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// jsonLen returns the length of s in a record: as a JSON string without
+// its quotes. Control characters take up to six bytes, quotes and
+// backslashes two; the rest of valid UTF-8 is as long as it is.
+func jsonLen(s string) int {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // never fails for a string
+	return b.Len() - len(`""`+"\n")
+}
+
+// checkRecordLen returns an error wrapping ErrInvalid if a record of the
+// job named name, made by this host, could be over dlock.MaxValueLen: the
+// record of the longest kind, status, error and times.
+func checkRecordLen(name, host string, attempts int) error {
+	longest := time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+	rec := Record{
+		Job: name, Slot: longest, Attempt: attempts, Host: host, Start: longest, End: longest,
+		Status: Abandoned, Error: strings.Repeat("x", maxErrorLen), // cutError keeps errors this short
+	}
+	if n := len(rec.encode(kindAttempt)); n > dlock.MaxValueLen {
+		return fmt.Errorf("%w: the records of job %s from host %s take up to %d bytes, over dlock.MaxValueLen (%d)",
+			ErrInvalid, strconv.Quote(name), strconv.Quote(host), n, dlock.MaxValueLen)
+	}
+	return nil
 }
 
 func decode(value string) (stored, bool) {
@@ -124,6 +163,8 @@ func (s *slotRecords) add(r stored) {
 
 // records returns one record per attempt: how it ended if it did; else
 // running if it is the last one and the lease is held, abandoned if not.
+// An attempt whose start record expired before its end record (written
+// later, kept as long) is told by its end record.
 func (s *slotRecords) records() []Record {
 	last := 0
 	for n := range s.attempts {
@@ -137,6 +178,11 @@ func (s *slotRecords) records() []Record {
 			rec.Status = Abandoned
 		}
 		out = append(out, rec)
+	}
+	for n, end := range s.ends {
+		if _, ok := s.attempts[n]; !ok {
+			out = append(out, end)
+		}
 	}
 	return out
 }
@@ -153,15 +199,21 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// truncate cuts s to at most n bytes, on a rune boundary.
+// truncate cuts s so that it takes at most n bytes in a record (jsonLen),
+// on a rune boundary, ending it with "…" if it was cut. Bytes that are
+// not UTF-8 become U+FFFD, as JSON has them.
 func truncate(s string, n int) string {
-	if len(s) <= n {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if jsonLen(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
+	const more = "…"
+	used := 0
+	for i, c := range s {
+		used += jsonLen(string(c))
+		if used > n-len(more) {
+			return s[:i] + more
+		}
 	}
-	return s[:n] + "…"
+	return s // not reached: s is longer than n
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
 )
@@ -56,11 +57,12 @@ func (o Outcome) String() string {
 	return outcomeNames[o]
 }
 
-// Run runs fn for the job named name in the schedule slot slot (see Slot),
-// unless the slot is done or taken: of all the hosts that call Run with the
-// same name and slot, one runs fn, and once it succeeded no other does,
-// however late it calls, for the retention (WithRetention). A failed run
-// lets another call of the slot try again, up to WithAttempts attempts.
+// Run runs fn for the job named name (see Names in the package doc) in
+// the schedule slot slot (see Slot), unless the slot is done or taken: of
+// all the hosts that call Run with the same name and slot, one runs fn,
+// and once it succeeded no other does, however late it calls, for the
+// retention (WithRetention). A failed run lets another call of the slot
+// try again, up to WithAttempts attempts.
 //
 // fn's context is cancelled when ctx is, and when the lease of the run is
 // lost (with a cause wrapping dlock.ErrLockLost): fn should stop then. A
@@ -108,8 +110,21 @@ func (r *Runner) check(name string) error {
 		return r.cfg.err
 	case name == "":
 		return fmt.Errorf("%w: empty job name", ErrInvalid)
-	case len(name) > maxNameLen:
-		return fmt.Errorf("%w: a job name of %d bytes, over %d", ErrInvalid, len(name), maxNameLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: job name %s is not valid UTF-8", ErrInvalid, strconv.Quote(name))
+	case jsonLen(name) > maxNameLen:
+		return fmt.Errorf("%w: a job name of %d bytes in its records (JSON), over %d", ErrInvalid, jsonLen(name), maxNameLen)
+	}
+	return checkRecordLen(name, r.cfg.host, r.cfg.attempts)
+}
+
+// checkSlot validates a slot.
+func checkSlot(slot time.Time) error {
+	switch y := slot.UTC().Year(); {
+	case slot.IsZero():
+		return fmt.Errorf("%w: zero slot (Slot returns it for a period that is not positive)", ErrInvalid)
+	case y < 1 || y > 9999: // the records' times are RFC 3339
+		return fmt.Errorf("%w: slot %v, outside the years 1 to 9999", ErrInvalid, slot)
 	}
 	return nil
 }

@@ -19,24 +19,25 @@ func host(t testing.TB, name string, opts ...jobs.Option) *jobs.Runner {
 	return jobs.New(newLocker(t, nil), append([]jobs.Option{jobs.WithHost(name)}, opts...)...)
 }
 
-// Three hosts whose clocks are skewed by up to a third of the period fire
-// the job in five slots, at once; then a late host fires each slot after it
-// is done. Each slot runs once.
+// Three hosts fire the job by their own clocks at the start of each of
+// five periods: one a moment early, one on time, one a few seconds late.
+// Then a host fires it late in each period (by hand, after a late boot).
+// Each slot runs once.
 func TestRunOncePerSlot(t *testing.T) {
 	t.Parallel()
 	name := testName(t)
 	every := time.Hour
 	hosts := []*jobs.Runner{host(t, "a"), host(t, "b"), host(t, "c")}
-	skews := []time.Duration{-every / 3, 0, every / 3}
+	fired := []time.Duration{-500 * time.Millisecond, 0, 3 * time.Second} // after the period starts
 	start := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 	for i := range 5 {
-		fired := start.Add(time.Duration(i) * every)
+		period := start.Add(time.Duration(i) * every)
 		var ran atomic.Int32
 		var wg sync.WaitGroup
 		outcomes := make([]jobs.Outcome, len(hosts))
 		for h, runner := range hosts {
 			wg.Go(func() {
-				slot := jobs.Slot(fired.Add(skews[h]), every)
+				slot := jobs.Slot(period.Add(fired[h]), every)
 				var err error
 				outcomes[h], err = runner.Run(t.Context(), name, slot, func(context.Context) error {
 					ran.Add(1)
@@ -49,7 +50,7 @@ func TestRunOncePerSlot(t *testing.T) {
 		}
 		wg.Wait()
 		late := host(t, "late")
-		outcome, err := late.Run(t.Context(), name, jobs.Slot(fired.Add(every/2-time.Second), every), func(context.Context) error {
+		outcome, err := late.Run(t.Context(), name, jobs.Slot(period.Add(every-2*time.Minute), every), func(context.Context) error {
 			ran.Add(1)
 			return nil
 		})
@@ -303,6 +304,7 @@ func TestInvalid(t *testing.T) {
 		"empty name":     {jobs.New(locker), "", slot, ok},
 		"long name":      {jobs.New(locker), strings.Repeat("j", 201), slot, ok},
 		"zero slot":      {jobs.New(locker), "job", time.Time{}, ok},
+		"year 10000":     {jobs.New(locker), "job", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), ok},
 		"nil function":   {jobs.New(locker), "job", slot, nil},
 		"zero ttl":       {jobs.New(locker, jobs.WithTTL(0)), "job", slot, ok},
 		"zero retention": {jobs.New(locker, jobs.WithRetention(0)), "job", slot, ok},
@@ -326,5 +328,23 @@ func TestInvalid(t *testing.T) {
 	}
 	if _, err := a.Finish(ctx, nil); !errors.Is(err, jobs.ErrInvalid) {
 		t.Errorf("a second Finish = %v, want ErrInvalid", err)
+	}
+}
+
+// History tells a run whose attempt record expired before its done
+// record: written at its start, the attempt record goes first.
+func TestHistoryAfterTheAttemptRecordExpired(t *testing.T) {
+	t.Parallel()
+	name, slot := testName(t), time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
+	runner := host(t, "a")
+	if outcome, err := runner.Run(t.Context(), name, slot, func(context.Context) error { return nil }); outcome != jobs.Ran || err != nil {
+		t.Fatalf("Run = %v, %v", outcome, err)
+	}
+	if n, err := shared(t).Del(t.Context(), "dlock:job:"+name+"@2026-11-21T21:00:00Z/attempt/1").Result(); n != 1 || err != nil {
+		t.Fatalf("DEL of the attempt record: %d, %v", n, err)
+	}
+	records, err := runner.History(t.Context(), name)
+	if err != nil || len(records) != 1 || records[0].Status != jobs.Succeeded || records[0].Attempt != 1 || records[0].Host != "a" {
+		t.Errorf("History = %+v, %v; want the succeeded attempt", records, err)
 	}
 }

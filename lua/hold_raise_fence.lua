@@ -8,6 +8,10 @@
 -- ARGV[3]  the holder's tag (unused: each holder's fence is its own, in
 --          KEYS[5])
 --
+-- A hand-out is the holder's fence on this node (hold_acquire.lua stores
+-- it), so a copy of the call that go-redis sent again hands out the same;
+-- a store is done once, and a copy finds it done.
+--
 -- Returns {1, fence} when the caller holds here and KEYS[2] now holds a
 -- fence at least as large; {0, 0} when it does not hold here, and then
 -- nothing is written.
@@ -20,6 +24,12 @@ end
 local fence = tonumber(ARGV[2])
 local last = tonumber(redis.pcall('GET', KEYS[2]))
 if fence == 0 then
+  -- The holder's own fence on this node, from its acquire (or an earlier
+  -- copy of this call): every copy of a call hands out the same. KEYS[2]
+  -- is at least as large already.
+  fence = tonumber(redis.call('HGET', KEYS[5], ARGV[1]))
+end
+if not fence or fence == 0 then
   fence = t[1] * 1000000 + t[2]
   if last and last >= fence then
     fence = last + 1

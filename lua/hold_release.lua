@@ -12,9 +12,16 @@
 --          also how long a woken waiter keeps its place if it does not try
 -- ARGV[5]  with 'leave': the caller's channel, '' if none
 -- ARGV[6]  '1' when PUBLISH counts every Client listening (not in a Cluster)
--- ARGV[7]  a semaphore's limit, for the permits it passes on
+-- ARGV[7]  the call's number among the releases of this holding ('0' for
+--          the take-back of an acquire), which the release marker records
+-- ARGV[8]  how long the release marker lives, in milliseconds
+-- ARGV[9]  a semaphore's limit, for the permits it passes on
 --
--- Returns 1 when the holding was the caller's and is now ended, 0 otherwise.
+-- Returns 1 when the holding was the caller's and is now ended (by this
+-- call, or by an earlier copy of it), 2 when another release of the same
+-- holding ended it (nothing was done), 0 otherwise. As release.lua, a
+-- release leaves a marker, dlock:freed<the fence key's rest>:<name>, that a
+-- copy of the same call sent again finds, and answers as the first did.
 --
 -- What is free goes to the queue in order, as release.lua does for a lock:
 -- a fair waiter gets it handed over ("name:fence" on its channel), a
@@ -29,6 +36,7 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local name = ARGV[1]
 local watch = 'dlock:watch' .. string.sub(KEYS[2], 12)
 
+local freed = 'dlock:freed' .. string.sub(KEYS[2], 12) .. ':' .. name
 local released = 0
 local score = redis.pcall('ZSCORE', KEYS[1], name)
 if type(score) == 'string' then
@@ -36,6 +44,19 @@ if type(score) == 'string' then
   redis.call('HDEL', KEYS[5], name)
   if tonumber(score) > now then
     released = 1
+    redis.call('SET', freed, ARGV[7], 'PX', ARGV[8])
+  end
+else
+  local marker = redis.pcall('GET', freed)
+  if type(marker) == 'string' then
+    -- Released already: by this call (a copy that ran first, and passed on
+    -- what it freed), or by another release of this holding.
+    if ARGV[2] ~= 'leave' then
+      return marker == ARGV[7] and 1 or 2
+    end
+    if marker == ARGV[7] then
+      released = 1
+    end
   end
 end
 if ARGV[2] == 'leave' then
@@ -82,7 +103,7 @@ end
 local writer_holds = first and string.sub(first, 1, 1) == 'w'
 local free = 0
 if class == 's' then
-  free = ARGV[7] and tonumber(ARGV[7]) or 1
+  free = ARGV[9] and tonumber(ARGV[9]) or 1
   free = free - holders
 elseif not writer_holds then
   free = 100 -- readers: as many as queue up to the first writer

@@ -19,15 +19,26 @@
 -- a holder that lost the lock must not raise the fence of the next one's
 -- node after the fact.
 --
+-- Every copy of a call answers as the first did (go-redis sends a command
+-- again when its reply is late): a fence handed out is stored with the
+-- holder's tag, and a copy that finds it hands out the same; a stored one
+-- is stored once, and a copy finds it there.
+--
 -- The fence key lives as long as the lock: refresh.lua extends it too.
 if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then
   return {0, 0}
 end
 local fence = tonumber(ARGV[2])
 local stored = redis.pcall('GET', KEYS[2])
-local last
+local last, tag
 if type(stored) == 'string' then
-  last = tonumber(string.match(stored, '^%d+'))
+  last, tag = string.match(stored, '^(%d+):?(.*)$')
+  last = tonumber(last)
+end
+if fence == 0 and last and tag == ARGV[3] then
+  -- Handed out to this holder already: by an earlier copy of this call,
+  -- which go-redis sent again. The same fence, not a new one.
+  return {1, last}
 end
 if fence == 0 then
   local t = redis.call('TIME')

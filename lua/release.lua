@@ -9,7 +9,7 @@
 -- KEYS[3]  the queue (see queue_acquire.lua); absent for a Redlock node,
 -- KEYS[4]  the leases                          which has no queue
 -- KEYS[5]  the waiters' guard key (WithGuard), if any: while it exists the
---          lock is passed on to nobody; with ARGV[7], the key to store at
+--          lock is passed on to nobody; with ARGV[9], the key to store at
 -- ARGV[1]  the caller's token
 -- ARGV[2]  '' to release; 'quiet' to release and tell nobody (a Redlock
 --          attempt that failed takes back the nodes that granted it:
@@ -26,10 +26,25 @@
 -- ARGV[6]  '1' when PUBLISH counts every Client listening on a waiter's
 --          channel (not in a Cluster, where it counts one node's): a
 --          waiter whose channel nobody hears is then passed over at once
--- ARGV[7]  optional (Lock.ReleaseStoring): a value to store at KEYS[5]
--- ARGV[8]  its time to live, in milliseconds
+-- ARGV[7]  the call's number among the releases of this holding ('0' for
+--          the take-back of an acquire), which the release marker records
+-- ARGV[8]  how long the release marker lives, in milliseconds: longer than
+--          the Redis client goes on sending copies of one command
+-- ARGV[9]  optional (Lock.ReleaseStoring): a value to store at KEYS[5]
+-- ARGV[10] its time to live, in milliseconds
 --
--- Returns 1 when the lock was the caller's and is now deleted, 0 otherwise.
+-- Returns 1 when the lock was the caller's and is now deleted (by this call,
+-- or by an earlier copy of it), 2 when another release of the same holding
+-- deleted it (nothing was done), 0 otherwise.
+--
+-- Every copy of a call answers as the first did. go-redis sends a command
+-- again when its reply is late, and every copy runs: a copy that comes
+-- after the first deleted the lock, or handed it over to a waiter, or after
+-- another client took it, must not say "not held". So the release leaves a
+-- marker, dlock:freed<the fence key's rest>:<token>, in the lock's Cluster
+-- slot, holding ARGV[7], for ARGV[8] milliseconds: a copy that finds the
+-- lock not the caller's looks for it. The marker is the only write a
+-- release adds; the acquire adds none (acquire.lua knows its own token).
 --
 -- A fair waiter at the head gets the lock at once, with the next fence,
 -- for its own ttl but no longer than ARGV[4], and the message
@@ -44,17 +59,31 @@
 -- the lock without waiting for it (Client.WaitRelease): its name is the
 -- fence key's with "watch" for "fence" (see keys.go).
 local watch = 'dlock:watch' .. string.sub(KEYS[2], 12)
+local freed = 'dlock:freed' .. string.sub(KEYS[2], 12) .. ':' .. ARGV[1]
 local released = 0
 if redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
+  redis.call('SET', freed, ARGV[7], 'PX', ARGV[8])
   released = 1
-  if ARGV[7] then
+  if ARGV[9] then
     -- Lock.ReleaseStoring: the work is done; every waiter, whose guard
     -- (WithGuard) this is, finds it at its next try: wake them all.
-    redis.call('SET', KEYS[5], ARGV[7], 'PX', ARGV[8])
+    redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[10])
     redis.call('PUBLISH', KEYS[2], '')
     redis.pcall('PUBLISH', watch, '')
     return 1
+  end
+else
+  local marker = redis.pcall('GET', freed)
+  if type(marker) == 'string' then
+    -- Released already: by this call (a copy that ran first, and passed the
+    -- lock on), or by another release of this holding.
+    if ARGV[2] ~= 'leave' then
+      return marker == ARGV[7] and 1 or 2
+    end
+    if marker == ARGV[7] then
+      released = 1
+    end
   end
 end
 if #KEYS < 4 then

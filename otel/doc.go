@@ -26,7 +26,8 @@
 // where they apply: db.system.name "redis", server.address and
 // server.port from the node's address on a Client made by New (a Redlock
 // Client has several nodes, and names none), error.type on failure. dlock's
-// own are dlock.kind, dlock.key, and on obtain spans dlock.result,
+// own are dlock.kind, dlock.key, dlock.record (true on the calls of a
+// record, see dlock.AsRecord), and on obtain spans dlock.result,
 // dlock.attempts, dlock.woken and dlock.handoff. Waiting shows as the span
 // events "dlock.wait.start" and "dlock.wait.end", a fair handoff as
 // "dlock.handoff". A call that fails records its error and sets the span's
@@ -45,6 +46,14 @@
 //	dlock.lost              counter         losses, by dlock.lost.reason
 //	dlock.refresh.failures  counter         failed refreshes
 //	dlock.node.errors       counter         failed node operations, by server.address and db.operation.name
+//	dlock.records           counter         obtains of records, by dlock.result
+//
+// A record (dlock.AsRecord) is a key that its holder keeps for its ttl and
+// lets expire, such as the notes of the jobs package that a job ran: it is
+// no lock, and counts in dlock.records only, neither in the locks held nor,
+// when it runs out as meant, in the locks lost. A lock kept after the work
+// and left to expire (Lock.ReleaseAfter, dlock.WithMinHold) counts as
+// released, not lost.
 //
 // Each but dlock.node.errors has the attribute dlock.kind: "lock",
 // "semaphore", "read" or "write". Keys are no attribute of the metrics

@@ -21,6 +21,7 @@ type instruments struct {
 	lost            metric.Int64Counter
 	refreshFailures metric.Int64Counter
 	nodeErrors      metric.Int64Counter
+	records         metric.Int64Counter
 
 	keyValue func(string) string // nil: no dlock.key
 	keys     keyValues
@@ -70,6 +71,9 @@ func (m *instruments) init(meter metric.Meter, keyValue func(string) string, max
 	err = join(err, e)
 	m.nodeErrors, e = meter.Int64Counter("dlock.node.errors", metric.WithUnit("{error}"),
 		metric.WithDescription("Operations on a Redis node that failed, by node and operation."))
+	err = join(err, e)
+	m.records, e = meter.Int64Counter("dlock.records", metric.WithUnit("{record}"),
+		metric.WithDescription("Obtains of records (dlock.AsRecord), kept apart from locks, by result: obtained (written), held (one was there), timeout, canceled, error."))
 	return join(err, e)
 }
 
@@ -81,9 +85,17 @@ func join(err, e error) error {
 }
 
 // observe records e. The metric calls take no context of the caller's:
-// events of the background have none, and exemplars are not kept.
+// events of the background have none, and exemplars are not kept. The
+// events of a record (dlock.AsRecord) count in dlock.records only: a
+// record is no lock, neither held nor lost.
 func (m *instruments) observe(e dlock.Event) {
 	ctx := context.Background()
+	if e.Record {
+		if e.Type == dlock.EventObtain {
+			m.records.Add(ctx, 1, m.attrs(e, attribute.String("dlock.result", e.Result.String())))
+		}
+		return
+	}
 	switch e.Type {
 	case dlock.EventObtain:
 		m.obtain.Record(ctx, e.Duration.Seconds(), m.attrs(e, attribute.String("dlock.result", e.Result.String())))

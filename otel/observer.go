@@ -142,6 +142,9 @@ func (o *Observer) StartCall(e dlock.Event) context.Context {
 		kind = trace.SpanKindInternal // attempts and waits
 	}
 	attrs := []attribute.KeyValue{semconv.DBSystemNameRedis, attribute.String("dlock.kind", e.Kind), attribute.String("dlock.key", e.Key)}
+	if e.Record {
+		attrs = append(attrs, attribute.Bool("dlock.record", true))
+	}
 	attrs = append(attrs, serverAttributes(e.Node)...)
 	ctx, span := o.tracer.Start(e.Context, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	return context.WithValue(ctx, spanKey{}, span)

@@ -87,6 +87,7 @@ type Collector struct {
 	lost            *prometheus.CounterVec
 	refreshFailures *prometheus.CounterVec
 	nodeErrors      *prometheus.CounterVec
+	records         *prometheus.CounterVec
 	all             []prometheus.Collector
 
 	keyLabel func(string) string // nil: no key label
@@ -135,7 +136,10 @@ func New(opts ...Option) (*Collector, error) {
 	c.nodeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dlock_node_errors_total", Help: "Operations on a Redis node that failed, by node and operation.",
 	}, []string{"node", "op"})
-	c.all = []prometheus.Collector{c.obtain, c.hold, c.held, c.waiters, c.lost, c.refreshFailures, c.nodeErrors}
+	c.records = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dlock_records_total", Help: "Obtains of records (dlock.AsRecord), kept apart from locks, by result: obtained (written), held (one was there), timeout, canceled, error.",
+	}, labels("result"))
+	c.all = []prometheus.Collector{c.obtain, c.hold, c.held, c.waiters, c.lost, c.refreshFailures, c.nodeErrors, c.records}
 	if cfg.keyLabel == nil {
 		// Series that alerts use exist from the start, at 0, so that
 		// rate() and increase() see the first loss.
@@ -165,7 +169,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Observe counts e; it makes the Collector a dlock.Observer.
+//
+// The events of a record (dlock.AsRecord) count in dlock_records_total
+// only: a record is no lock, neither held nor lost.
 func (c *Collector) Observe(e dlock.Event) {
+	if e.Record {
+		if e.Type == dlock.EventObtain {
+			c.records.WithLabelValues(c.values(e, e.Result.String())...).Inc()
+		}
+		return
+	}
 	switch e.Type {
 	case dlock.EventObtain:
 		c.obtain.WithLabelValues(c.values(e, e.Result.String())...).Observe(e.Duration.Seconds())

@@ -339,3 +339,56 @@ func histogramCount(t *testing.T, c prometheus.Collector, name, result string) i
 	}
 	return total
 }
+
+// A record counts in dlock_records_total, by result, and neither as a
+// lock held nor, when it runs out or is found gone, as a lock lost.
+func TestRecordsKeptApart(t *testing.T) {
+	t.Parallel()
+	metrics, err := dlockprom.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := &holds{}
+	srv := redistest.NewServer(t)
+	locker := dlock.New(srv.Client(), dlock.WithObserver(metrics), dlock.WithObserver(open))
+	t.Cleanup(func() { locker.Close() })
+	ctx := context.Background()
+	if _, err := locker.TryObtain(ctx, "note:a", 100*time.Millisecond, dlock.AsRecord()); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := locker.TryObtain(ctx, "note:b", time.Minute, dlock.AsRecord())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := locker.TryObtain(ctx, "note:b", time.Minute, dlock.AsRecord()); !errors.Is(err, dlock.ErrNotObtained) {
+		t.Fatalf("second record: %v, want ErrNotObtained", err)
+	}
+	if got := sample(t, metrics, "dlock_locks_held", nil); got != 0 {
+		t.Errorf("locks held with two records: %v, want 0", got)
+	}
+	srv.Client().Del(ctx, "note:b")
+	if err := gone.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Fatalf("release of a deleted record: %v", err)
+	}
+	eventually(t, 10*time.Second, "the end of the record that runs out", open.ended)
+	want := `
+# HELP dlock_locks_held Locks obtained and not yet released or lost.
+# TYPE dlock_locks_held gauge
+dlock_locks_held{kind="lock"} 0
+# HELP dlock_lost_total Locks lost while held, by reason: not_held (found gone or taken), expired (no refresh in time), closed (client closed).
+# TYPE dlock_lost_total counter
+dlock_lost_total{kind="lock",reason="closed"} 0
+dlock_lost_total{kind="lock",reason="expired"} 0
+dlock_lost_total{kind="lock",reason="not_held"} 0
+# HELP dlock_records_total Obtains of records (dlock.AsRecord), kept apart from locks, by result: obtained (written), held (one was there), timeout, canceled, error.
+# TYPE dlock_records_total counter
+dlock_records_total{kind="lock",result="held"} 1
+dlock_records_total{kind="lock",result="obtained"} 2
+`
+	if err := testutil.CollectAndCompare(metrics, strings.NewReader(want), "dlock_locks_held", "dlock_lost_total", "dlock_records_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(metrics, "dlock_hold_duration_seconds", "dlock_obtain_duration_seconds"); n != 0 {
+		t.Errorf("%d series of lock durations from records, want 0", n)
+	}
+}

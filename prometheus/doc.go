@@ -20,6 +20,19 @@
 //	dlock_lost_total                counter    locks lost, by reason (not_held, expired, closed)
 //	dlock_refresh_failures_total    counter    refreshes that failed (manual and automatic)
 //	dlock_node_errors_total         counter    failed operations on a Redis node, by node and op
+//	dlock_records_total             counter    obtains of records, by result
+//
+// A record (dlock.AsRecord) is a key that its holder keeps for its ttl and
+// lets expire, such as the notes of the jobs package that a job ran, or
+// the vacancy notes of the election package. It is no lock: its events
+// count in dlock_records_total only, and neither in the locks held nor,
+// when it runs out as meant, in the locks lost. A lock that its holder
+// keeps after the work and lets expire (Lock.ReleaseAfter, dlock.WithMinHold)
+// counts as released, not lost.
+//
+// The file alerts.yml next to this package holds alerting rules on these
+// metrics, tested with promtool against the metrics of real runs: a lost
+// lock pages; a job's run, a kept lock and an election do not.
 //
 // Lock keys are no label by default: a service can use any number of keys,
 // and every distinct label value is a time series Prometheus keeps.

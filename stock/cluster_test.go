@@ -29,14 +29,15 @@ func TestCluster(t *testing.T) {
 	}
 
 	// The keys of one sku, as doc.go names them, in one slot.
-	bases := map[string]string{shirt: "stock:" + shirt, hat: "stock{hat}"}
-	for sku, base := range bases {
+	levels := map[string]string{shirt: "stock{shop-7}:level=" + shirt, hat: "stock{hat}:level"}
+	for sku, level := range levels {
 		var slots []int64
 		for _, suffix := range []string{":level", ":order", ":holds"} {
-			if n, err := rdb.Exists(ctx, base+suffix).Result(); suffix == ":level" && (err != nil || n != 1) {
-				t.Errorf("%s%s: exists %d, %v; want the key of sku %q", base, suffix, n, err, sku)
+			key := strings.Replace(level, ":level", suffix, 1)
+			if n, err := rdb.Exists(ctx, key).Result(); suffix == ":level" && (err != nil || n != 1) {
+				t.Errorf("%s: exists %d, %v; want the key of sku %q", key, n, err, sku)
 			}
-			slot, err := rdb.ClusterKeySlot(ctx, base+suffix).Result()
+			slot, err := rdb.ClusterKeySlot(ctx, key).Result()
 			if err != nil {
 				t.Fatal(err)
 			}

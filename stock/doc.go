@@ -3,8 +3,8 @@
 // and a reservation that is neither returns its units when its hold
 // expires.
 //
-//	inv := stock.New(rdb) // any go-redis client; one per process
-//	err := inv.Set(ctx, "console", 1000)
+//	inv, err := stock.New(rdb) // any go-redis client; one per process
+//	err = inv.Set(ctx, "console", 1000)
 //
 //	err = inv.Reserve(ctx, "console", orderID, 1, 10*time.Minute)
 //	if errors.Is(err, stock.ErrSoldOut) { ... }
@@ -35,11 +35,13 @@
 //   - No oversell: a reservation takes its units only if that many are
 //     available, in one atomic step; the units available never go below
 //     zero, whatever the number of processes and clients.
-//   - One reservation per order and sku: the order names it, so a retried
-//     Reserve (after a timeout, or go-redis's own retry of a command whose
-//     reply was lost) changes nothing and returns nil, and a retried Commit
-//     or Cancel gets the answer the first one got. Outcomes are remembered
-//     for [WithRetention] (default a day).
+//   - One effect per call, however many times go-redis sends it: see
+//     "Calls sent twice" below.
+//   - One reservation per order and sku: the order names it, so a Reserve
+//     retried by the caller (after a timeout, or [ErrOutcomeUnknown])
+//     changes nothing and returns nil, and a retried Commit or Cancel gets
+//     the answer the first one got. Outcomes are remembered for
+//     [WithRetention] (default a day).
 //   - Holds expire with no sweeper process: every call on a sku first
 //     returns the units of its expired holds to the stock, so [Inventory.Available]
 //     and [Inventory.Levels] are right at any time, and a Commit after the
@@ -55,18 +57,55 @@
 //     deadline of its holds, so that a call before it does not look for
 //     expired holds; it then checks the holds by its first write.)
 //   - Every call returns when its context ends, even if Redis does not
-//     answer; the call may still take effect, which a retry with the same
-//     order makes harmless. [Inventory.Close] waits for such calls.
+//     answer; a call that changes the stock then returns
+//     [ErrOutcomeUnknown], as it may still take effect (once).
+//     [Inventory.Close] waits for such calls.
+//
+// # Calls sent twice
+//
+// go-redis sends a command again when its reply has not come within the
+// client's ReadTimeout (default 3 s), or its connection broke: on another
+// connection, up to MaxRetries times (default 3), and every copy that
+// reached Redis runs when Redis gets to it. So every call that changes the
+// stock (Set, Add, Delete, Reserve, Commit, Cancel and the *All calls,
+// alone or batched) carries an id of its own, and its script, when it
+// changes something, records its reply under the id in the sku's slot
+// ("stock{shirt}:call:<id>"); a later copy finds the record, answers as the
+// first copy did, and changes nothing. A copy of a Set that comes after a
+// shopper's Reserve does not put the reserved units back on sale, and a
+// copy of a Cancel does not cancel the order's next reservation. A call
+// that changed nothing records nothing: a later copy may do it, once.
+//
+// A record lasts as long as go-redis may go on sending copies, by the
+// client's options: MaxRetries+1 sends (times MaxRedirects+1 on a Cluster),
+// each after at most a DialTimeout, a PoolTimeout, a WriteTimeout, a
+// ReadTimeout and a MaxRetryBackoff; about a minute with the defaults, four
+// on a Cluster. A copy that reaches Redis later still than that (a client
+// stalled past its timeouts, then a Redis paused for longer than the
+// window) would run again. A record takes about 120 bytes, far less than
+// the outcomes of orders kept for the retention.
+//
+// A call that gets no answer returns [ErrOutcomeUnknown], wrapping the
+// cause: it was sent, and may have taken effect, or may still; never
+// twice. Every other error means that nothing changed, and nil that the
+// call took effect once.
 //
 // # Keys and Redis Cluster
 //
 // A sku has three keys, which hash to one Cluster slot: "stock{shirt}:level"
-// (a hash of the units available, held and sold), ":order" (each order's
-// state) and ":holds" (a sorted set of deadlines). A sku with a hash
-// tag keeps it: "{shop-7}shirt" has "stock:{shop-7}shirt:level" and so on,
-// and every sku tagged "{shop-7}" shares a slot, which a cart needs on a
-// Cluster: [Inventory.ReserveAll] returns [ErrCrossSlot] for a cart of
-// several slots before it sends anything. [WithPrefix] changes "stock".
+// (a hash of the units available, held and sold), "stock{shirt}:order"
+// (each order's state) and "stock{shirt}:holds" (a sorted set of
+// deadlines). The prefix ([WithPrefix], default "stock") is followed by
+// the hash tag in braces, then the suffix: the tag is the sku itself when
+// it has neither a hash tag nor a '}'. A sku with a hash tag keeps its tag, and the
+// whole sku follows the suffix after '=': "{shop-7}shirt" has
+// "stock{shop-7}:level={shop-7}shirt" and so on, and every sku tagged
+// "{shop-7}" shares a slot, which a cart needs on a Cluster:
+// [Inventory.ReserveAll] returns [ErrCrossSlot] for a cart of several slots
+// before it sends anything. A sku with a '}' but no tag gets a tag made
+// from its checksum: "a}b" has "stock{#40634}:level=a}b". A prefix may not
+// contain a brace, so a name reads back one way only: no two inventories,
+// whatever their prefixes, and no two skus share a key.
 //
 // # Failure modes
 //
@@ -76,18 +115,27 @@
 //     and sales. Run the stock's Redis with appendonly and replicas that
 //     acknowledge (WAIT), and check it with dlock's CheckDeployment, which
 //     warns of a deployment without persistence.
-//   - The keys have no expiry, so only an allkeys-* eviction policy can
-//     evict them under memory pressure; the sku is then unknown, or its
-//     orders forgotten. Use noeviction, or a volatile-* policy.
-//   - A call whose context ended before Redis answered returns an error,
-//     yet may have taken effect: retry it with the same order, or let the
-//     hold expire. The same for a call whose connection broke: go-redis
-//     fails every call of a batch whose connection broke, those answered
-//     already too, or sends the whole batch again (its MaxRetries), which
-//     the batched calls are harmless to run twice.
+//   - A sku's keys have no expiry, so only an allkeys-* eviction policy
+//     can evict them under memory pressure; the sku is then unknown, or its
+//     orders forgotten. The records of calls expire, so a volatile-* policy
+//     may evict one early, and a late copy of that call would run again.
+//     Use noeviction.
+//   - A call whose context ended before Redis answered, or whose
+//     connection broke, returns [ErrOutcomeUnknown], yet may have taken
+//     effect: retry it with the same order, or let the hold expire; check
+//     a Set or Add with [Inventory.Levels]. go-redis fails every call of a
+//     batch whose connection broke, those answered already too, or sends
+//     the whole batch again, which takes effect once (see above).
 //   - A hold is measured on the Redis server's clock: a clock that steps
 //     forward ends holds early, and one that steps back makes them last
 //     longer.
 //   - Quantities are whole units from 1 to [MaxQuantity] (2^53-1, what Lua
 //     counts exactly); holds and retention are whole milliseconds.
+//
+// # Tests
+//
+// The package's fault tests pause a redis-server (SIGSTOP) for 7 s while
+// calls are in flight, with go-redis's default options. The slowest of
+// them, which pauses Redis until go-redis gives up (about 20 s), runs only
+// with DLOCK_SLOW_FAULTS=1 in the environment.
 package stock

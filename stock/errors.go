@@ -31,6 +31,16 @@ var (
 	// share a hash tag, "{shop-7}shirt" and "{shop-7}socks", share a slot.
 	ErrCrossSlot = errors.New("stock: skus in different cluster slots")
 
+	// ErrOutcomeUnknown means that a call that changes the stock was sent
+	// but its answer did not come: its context ended first, or go-redis
+	// gave up (a timeout after its retries, a broken connection). It may
+	// have taken effect, or may still take effect while go-redis's copies
+	// of it reach Redis; either way at most once. The error wraps the
+	// cause too. Find out with Levels, or retry: a Reserve, Commit or
+	// Cancel retried with the same order changes nothing more; a retried
+	// Set sets the same level; a retried Add is another Add.
+	ErrOutcomeUnknown = errors.New("stock: outcome unknown")
+
 	// ErrWrongType means that a key the stock uses holds a value of another
 	// type, written by something else. Nothing changed.
 	ErrWrongType = errors.New("stock: key holds another type")

@@ -17,7 +17,11 @@ import (
 func Example() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	inv := stock.New(rdb) // one per process: safe for concurrent use
+	inv, err := stock.New(rdb) // one per process: safe for concurrent use
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer inv.Close()
 	ctx := context.Background()
 
@@ -56,7 +60,11 @@ func Example() {
 func ExampleInventory_Reserve_retry() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	inv := stock.New(rdb)
+	inv, err := stock.New(rdb)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer inv.Close()
 	ctx := context.Background()
 
@@ -76,7 +84,11 @@ func ExampleInventory_Reserve_retry() {
 func ExampleInventory_Reserve_expiry() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	inv := stock.New(rdb)
+	inv, err := stock.New(rdb)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer inv.Close()
 	ctx := context.Background()
 
@@ -89,7 +101,7 @@ func ExampleInventory_Reserve_expiry() {
 	time.Sleep(30 * time.Millisecond)
 	n, _ = inv.Available(ctx, "example:lamp")
 	fmt.Println("available once the hold expired:", n)
-	err := inv.Commit(ctx, "example:lamp", "order-abandoned")
+	err = inv.Commit(ctx, "example:lamp", "order-abandoned")
 	fmt.Println(err)
 	// Output:
 	// available while held: 0
@@ -102,7 +114,11 @@ func ExampleInventory_Reserve_expiry() {
 func ExampleInventory_ReserveAll() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	inv := stock.New(rdb)
+	inv, err := stock.New(rdb)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer inv.Close()
 	ctx := context.Background()
 
@@ -111,7 +127,7 @@ func ExampleInventory_ReserveAll() {
 	defer inv.Delete(ctx, "{shop-7}shirt")
 	defer inv.Delete(ctx, "{shop-7}socks")
 	cart := map[string]int64{"{shop-7}shirt": 2, "{shop-7}socks": 2}
-	err := inv.ReserveAll(ctx, "order-8", cart, 10*time.Minute)
+	err = inv.ReserveAll(ctx, "order-8", cart, 10*time.Minute)
 	fmt.Println(err)
 
 	cart["{shop-7}socks"] = 1

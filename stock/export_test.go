@@ -29,7 +29,7 @@ func EachWidth(args []any) int {
 // LoadScripts loads every script of the package into the server of rdb,
 // so that no call sends its script again with EVAL.
 func LoadScripts(ctx context.Context, rdb redis.UniversalClient) error {
-	for _, s := range []script{reserveScript, reserveEachScript, settleScript, settleEachScript, levelsScript, setScript, addScript} {
+	for _, s := range []script{reserveScript, reserveEachScript, settleScript, settleEachScript, levelsScript, setScript, addScript, deleteScript} {
 		if err := rdb.ScriptLoad(ctx, s.src).Err(); err != nil {
 			return err
 		}

@@ -16,12 +16,12 @@ import (
 // reservations orders hold on them. It is safe for concurrent use; make one
 // per process and share it.
 type Inventory struct {
-	rdb       redis.UniversalClient
-	prefix    string
-	retention []any // ARGV[1] of every script: the retention in ms
-	err       error // a bad argument to New: every call returns it
-	batch     *batch.Batcher[*scriptRun]
-	calls     *owner.Group // calls still running after their caller gave up
+	rdb     redis.UniversalClient
+	prefix  string
+	header1 []any // the first ARGV of every script on one sku (call.go)
+	ids     *callIDs
+	batch   *batch.Batcher[*scriptRun]
+	calls   *owner.Group // calls still running after their caller gave up
 }
 
 // Levels is what Inventory.Levels reports of a sku.
@@ -33,10 +33,14 @@ type Levels struct {
 
 // New returns an Inventory on rdb, a go-redis client of any kind: a
 // *redis.Client, a Sentinel failover client, or a *redis.ClusterClient (see
-// ReserveAll for carts on a Cluster). New does not talk to Redis. A nil rdb
-// or an invalid option is no panic: every call of the Inventory returns the
-// error (ErrNilClient, ErrInvalidOption).
-func New(rdb redis.UniversalClient, opts ...Option) *Inventory {
+// ReserveAll for carts on a Cluster). New does not talk to Redis. It
+// returns ErrNilClient for a nil rdb, and ErrInvalidOption for an invalid
+// option.
+//
+// The Inventory reads rdb's retry options (MaxRetries, its timeouts) to
+// know how long go-redis may go on sending a call again: see "Calls sent
+// twice" in the package doc.
+func New(rdb redis.UniversalClient, opts ...Option) (*Inventory, error) {
 	o := options{prefix: DefaultPrefix, retention: DefaultRetention}
 	var errs []error
 	if rdb == nil {
@@ -49,15 +53,22 @@ func New(rdb redis.UniversalClient, opts ...Option) *Inventory {
 			errs = append(errs, err)
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	inv := &Inventory{
-		rdb:       rdb,
-		prefix:    o.prefix,
-		retention: []any{strconv.FormatInt(o.retention.Milliseconds(), 10)},
-		err:       errors.Join(errs...),
-		calls:     owner.New(),
+		rdb:    rdb,
+		prefix: o.prefix,
+		header1: []any{
+			strconv.FormatInt(o.retention.Milliseconds(), 10),
+			strconv.FormatInt(resendWindow(rdb).Milliseconds(), 10),
+			"1",
+		},
+		ids:   newCallIDs(),
+		calls: owner.New(),
 	}
 	inv.batch = batch.New(batchLanes, nil, inv.sendBatch)
-	return inv
+	return inv, nil
 }
 
 // Close waits for the calls whose callers gave up on them when their context
@@ -81,8 +92,7 @@ func (inv *Inventory) Set(ctx context.Context, sku string, qty int64) error {
 	if qty < 0 || qty > MaxQuantity {
 		return fmt.Errorf("%w: set %q to %d, want 0 to %d", ErrInvalidQuantity, sku, qty, int64(MaxQuantity))
 	}
-	c := inv.newCall("set", sku, "", skuKeys(nil, inv.prefix, sku),
-		strconv.FormatInt(qty, 10), strconv.FormatInt(MaxQuantity, 10))
+	c := inv.newCall("set", "", []string{sku}, true, strconv.FormatInt(qty, 10), strconv.FormatInt(MaxQuantity, 10))
 	_, err := c.run(ctx, setScript)
 	return err
 }
@@ -98,8 +108,7 @@ func (inv *Inventory) Add(ctx context.Context, sku string, delta int64) error {
 	if delta < -MaxQuantity || delta > MaxQuantity {
 		return fmt.Errorf("%w: add %d to %q, want -%d to %d", ErrInvalidQuantity, delta, sku, int64(MaxQuantity), int64(MaxQuantity))
 	}
-	c := inv.newCall("add to", sku, "", skuKeys(nil, inv.prefix, sku),
-		strconv.FormatInt(delta, 10), strconv.FormatInt(MaxQuantity, 10))
+	c := inv.newCall("add to", "", []string{sku}, true, strconv.FormatInt(delta, 10), strconv.FormatInt(MaxQuantity, 10))
 	c.qty = []int64{-delta}
 	_, err := c.run(ctx, addScript)
 	return err
@@ -118,7 +127,7 @@ func (inv *Inventory) Levels(ctx context.Context, sku string) (Levels, error) {
 	if err := checkSKU(sku); err != nil {
 		return Levels{}, err
 	}
-	c := inv.newCall("read", sku, "", skuKeys(nil, inv.prefix, sku))
+	c := inv.newCall("read", "", []string{sku}, false)
 	r, err := c.run(ctx, levelsScript)
 	if err != nil {
 		return Levels{}, err
@@ -136,14 +145,8 @@ func (inv *Inventory) Delete(ctx context.Context, sku string) error {
 	if err := checkSKU(sku); err != nil {
 		return err
 	}
-	keys := skuKeys(nil, inv.prefix, sku)
-	_, err := inv.bounded(ctx, func(ctx context.Context) (reply, error) {
-		return reply{}, inv.rdb.Del(ctx, keys...).Err() // one slot: one command
-	})
-	if err != nil {
-		return fmt.Errorf("stock: delete %q: %w", sku, err)
-	}
-	return nil
+	_, err := inv.newCall("delete", "", []string{sku}, true).run(ctx, deleteScript)
+	return err
 }
 
 func checkSKU(sku string) error {

@@ -35,7 +35,10 @@ func shared(t testing.TB) *redis.Client {
 // newInventory returns an Inventory on rdb, closed when the test ends.
 func newInventory(t testing.TB, rdb redis.UniversalClient, opts ...stock.Option) *stock.Inventory {
 	t.Helper()
-	inv := stock.New(rdb, opts...)
+	inv, err := stock.New(rdb, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { inv.Close() })
 	return inv
 }

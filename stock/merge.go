@@ -61,12 +61,15 @@ func mergeRuns(runs []*scriptRun) []*scriptRun {
 		}
 		m := out[at]
 		if m.parts == nil { // the group's second call: merge the two
-			args := make([]any, 0, 1+(len(m.args)-1)*min(len(runs), maxEach))
-			m = &scriptRun{s: each, keys: m.keys, args: append(args, m.args...), parts: []*scriptRun{m}}
+			n := min(len(runs), maxEach)
+			keys := make([]string, 0, keysPerSKU+n)
+			args := make([]any, 0, headerArgs+(len(m.args)-headerArgs)*n)
+			m = &scriptRun{s: each, keys: append(keys, m.keys...), args: append(args, m.args...), parts: []*scriptRun{m}}
 			out[at] = m
 		}
 		m.parts = append(m.parts, r)
-		m.args = append(m.args, r.args[1:]...) // after the retention
+		m.keys = append(m.keys, r.keys[keysPerSKU]) // the call's record
+		m.args = append(m.args, r.args[headerArgs:]...)
 		if len(m.parts) == maxEach {
 			delete(first, g)
 		}
@@ -78,17 +81,18 @@ func mergeRuns(runs []*scriptRun) []*scriptRun {
 }
 
 // each returns the script that makes r's call with others of its sku: for
-// a Reserve of one sku (its ARGV: the retention, the order, the hold and
-// the quantity), reserve_each.lua; for a Commit or Cancel of one sku (the
-// retention, the order and the outcome), settle_each.lua.
+// a Reserve of one sku (its KEYS: the sku's and its record; its ARGV: the
+// header, the order, the hold and the quantity), reserve_each.lua; for a
+// Commit or Cancel of one sku (the header, the order and the outcome),
+// settle_each.lua.
 func (r *scriptRun) each() (script, bool) {
-	if len(r.keys) != keysPerSKU {
+	if len(r.keys) != keysPerSKU+1 {
 		return script{}, false
 	}
 	switch {
-	case r.s.hash == reserveScript.hash && len(r.args) == 4:
+	case r.s.hash == reserveScript.hash && len(r.args) == headerArgs+3:
 		return reserveEachScript, true
-	case r.s.hash == settleScript.hash && len(r.args) == 3:
+	case r.s.hash == settleScript.hash && len(r.args) == headerArgs+2:
 		return settleEachScript, true
 	}
 	return script{}, false

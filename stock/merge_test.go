@@ -13,7 +13,13 @@ import (
 // reserveRun returns the run of a Reserve of sku for order, as call.run
 // makes it.
 func reserveRun(sku, order string) *scriptRun {
-	return &scriptRun{s: reserveScript, keys: skuKeys(nil, "stock", sku), args: []any{"86400000", order, "60000", "1"}}
+	return &scriptRun{s: reserveScript, keys: withRecord(sku, order), args: []any{"86400000", "60000", "1", order, "60000", "1"}}
+}
+
+// withRecord returns the KEYS of a call on sku: the sku's, and a record
+// named after the order.
+func withRecord(sku, order string) []string {
+	return append(skuKeys(nil, "stock", sku), callKey("stock", sku, order))
 }
 
 // describe names the runs of a batch: "order" for one alone, "sku:a+b" for
@@ -22,7 +28,7 @@ func describe(runs []*scriptRun) []string {
 	var names []string
 	for _, r := range runs {
 		if r.parts == nil {
-			names = append(names, fmt.Sprint(r.args[1]))
+			names = append(names, fmt.Sprint(r.args[headerArgs]))
 			continue
 		}
 		name := fmt.Sprint(r.keys[0], ":")
@@ -30,7 +36,7 @@ func describe(runs []*scriptRun) []string {
 			if i > 0 {
 				name += "+"
 			}
-			name += fmt.Sprint(p.args[1])
+			name += fmt.Sprint(p.args[headerArgs])
 		}
 		names = append(names, name)
 	}
@@ -40,14 +46,14 @@ func describe(runs []*scriptRun) []string {
 // settleRun returns the run of a Commit ("sold") or Cancel ("cancelled")
 // of sku for order.
 func settleRun(sku, order, outcome string) *scriptRun {
-	return &scriptRun{s: settleScript, keys: skuKeys(nil, "stock", sku), args: []any{"86400000", order, outcome}}
+	return &scriptRun{s: settleScript, keys: withRecord(sku, order), args: []any{"86400000", "60000", "1", order, outcome}}
 }
 
 func TestMergeRuns(t *testing.T) {
 	shirt := func(order string) *scriptRun { return reserveRun("shirt", order) }
 	socks := func(order string) *scriptRun { return reserveRun("socks", order) }
-	cart := &scriptRun{s: reserveScript, keys: slices.Concat(skuKeys(nil, "stock", "{t}a"), skuKeys(nil, "stock", "{t}b")), args: []any{"86400000", "cart", "60000", "1", "1"}}
-	cartCommit := &scriptRun{s: settleScript, keys: cart.keys, args: []any{"86400000", "cart", "sold"}}
+	cart := &scriptRun{s: reserveScript, keys: slices.Concat(skuKeys(nil, "stock", "{t}a"), withRecord("{t}b", "cart")), args: []any{"86400000", "60000", "2", "cart", "60000", "1", "1"}}
+	cartCommit := &scriptRun{s: settleScript, keys: cart.keys, args: []any{"86400000", "60000", "2", "cart", "sold"}}
 	level := skuKeys(nil, "stock", "shirt")[0]
 
 	if got := mergeRuns([]*scriptRun{shirt("a")}); got != nil {
@@ -63,13 +69,22 @@ func TestMergeRuns(t *testing.T) {
 	if want := []string{level + ":c+d", level + ":a+c+a", "b", "cart", "cart", "cart"}; !slices.Equal(describe(got), want) {
 		t.Errorf("merged %v, want %v", describe(got), want)
 	}
-	if s, r := got[0], got[1]; s.s != settleEachScript || r.s != reserveEachScript || !slices.Equal(r.keys, shirt("x").keys) || !slices.Equal(s.keys, r.keys) {
-		t.Errorf("merged runs of %v and %v on %v and %v, want settle_each.lua and reserve_each.lua on shirt's keys", s.s.hash, r.s.hash, s.keys, r.keys)
+	shirtKeys := skuKeys(nil, "stock", "shirt")
+	records := func(orders ...string) []string {
+		keys := slices.Clone(shirtKeys)
+		for _, o := range orders {
+			keys = append(keys, callKey("stock", "shirt", o))
+		}
+		return keys
 	}
-	if want := []any{"86400000", "c", "sold", "d", "cancelled"}; !slices.Equal(got[0].args, want) {
+	if s, r := got[0], got[1]; s.s != settleEachScript || r.s != reserveEachScript ||
+		!slices.Equal(r.keys, records("a", "c", "a")) || !slices.Equal(s.keys, records("c", "d")) {
+		t.Errorf("merged runs of %v and %v on %v and %v, want settle_each.lua and reserve_each.lua on shirt's keys and the calls' records", s.s.hash, r.s.hash, s.keys, r.keys)
+	}
+	if want := []any{"86400000", "60000", "1", "c", "sold", "d", "cancelled"}; !slices.Equal(got[0].args, want) {
 		t.Errorf("settle_each args %v, want %v", got[0].args, want)
 	}
-	if want := []any{"86400000", "a", "60000", "1", "c", "60000", "1", "a", "60000", "1"}; !slices.Equal(got[1].args, want) {
+	if want := []any{"86400000", "60000", "1", "a", "60000", "1", "c", "60000", "1", "a", "60000", "1"}; !slices.Equal(got[1].args, want) {
 		t.Errorf("reserve_each args %v, want %v", got[1].args, want)
 	}
 

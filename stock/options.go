@@ -29,8 +29,11 @@ type options struct {
 }
 
 // WithPrefix sets what the name of every key of the stock starts with, so
-// that several inventories share one Redis apart. It must not contain '{'
-// or '}', which would change the keys' Cluster slots. Default DefaultPrefix.
+// that several inventories share one Redis apart: inventories of different
+// prefixes never share a key (see "Keys and Redis Cluster" in the package
+// doc). It must not contain '{' or '}': the first '{' of a key ends its
+// prefix, and starts the hash tag that places it on a Cluster. New returns
+// ErrInvalidOption for a prefix with a brace. Default DefaultPrefix.
 func WithPrefix(prefix string) Option {
 	return func(o *options) error {
 		if strings.ContainsAny(prefix, "{}") {

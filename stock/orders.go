@@ -69,7 +69,8 @@ func (inv *Inventory) reserve(ctx context.Context, order string, skus []string, 
 		}
 		args = append(args, strconv.FormatInt(n, 10))
 	}
-	c := &call{inv: inv, op: "reserve", skus: skus, qty: qty, order: order, keys: inv.keysOf(skus), args: args, batched: true}
+	c := inv.newCall("reserve", order, skus, true, args...)
+	c.qty, c.batched = qty, true
 	_, err := c.run(ctx, reserveScript)
 	return err
 }
@@ -113,7 +114,8 @@ func (inv *Inventory) settle(ctx context.Context, op, outcome, order string, sku
 	if err := inv.checkSKUs(skus); err != nil {
 		return err
 	}
-	c := &call{inv: inv, op: op, skus: skus, order: order, keys: inv.keysOf(skus), args: []any{order, outcome}, batched: true}
+	c := inv.newCall(op, order, skus, true, order, outcome)
+	c.batched = true
 	_, err := c.run(ctx, settleScript)
 	return err
 }
@@ -153,30 +155,21 @@ func (inv *Inventory) checkSlots(skus []string) error {
 	}
 	switch inv.rdb.(type) {
 	case *redis.ClusterClient:
-		first := slot.Of(skuBase(inv.prefix, skus[0]))
+		first := slot.Of(skuKey(inv.prefix, skus[0], levelSuffix))
 		for _, sku := range skus[1:] {
-			if slot := slot.Of(skuBase(inv.prefix, sku)); slot != first {
+			if slot := slot.Of(skuKey(inv.prefix, sku, levelSuffix)); slot != first {
 				return fmt.Errorf("%w: %q is in slot %d, %q in slot %d; give them one hash tag, as in \"{shop-7}shirt\"",
 					ErrCrossSlot, skus[0], first, sku, slot)
 			}
 		}
 	case *redis.Ring:
-		first := hashTag(skuBase(inv.prefix, skus[0]))
+		first := hashTag(skuKey(inv.prefix, skus[0], levelSuffix))
 		for _, sku := range skus[1:] {
-			if tag := hashTag(skuBase(inv.prefix, sku)); tag != first {
+			if tag := hashTag(skuKey(inv.prefix, sku, levelSuffix)); tag != first {
 				return fmt.Errorf("%w: %q has hash tag %q, %q has %q; a Ring may place them apart",
 					ErrCrossSlot, skus[0], first, sku, tag)
 			}
 		}
 	}
 	return nil
-}
-
-// keysOf returns the KEYS of skus, three each.
-func (inv *Inventory) keysOf(skus []string) []string {
-	keys := make([]string, 0, keysPerSKU*len(skus))
-	for _, sku := range skus {
-		keys = skuKeys(keys, inv.prefix, sku)
-	}
-	return keys
 }

@@ -31,6 +31,8 @@ var (
 	setLua string
 	//go:embed lua/add.lua
 	addLua string
+	//go:embed lua/delete.lua
+	deleteLua string
 )
 
 var (
@@ -42,6 +44,7 @@ var (
 	levelsScript      = newScript(preludeLua + levelsLua)
 	setScript         = newScript(preludeLua + setLua)
 	addScript         = newScript(preludeLua + addLua)
+	deleteScript      = newScript(preludeLua + deleteLua)
 )
 
 // script is a Lua script's source and its SHA1 digest, which EVALSHA

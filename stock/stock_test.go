@@ -256,3 +256,30 @@ func TestReserveWithNothingDue(t *testing.T) {
 	}
 	wantLevels(t, inv, sku, stock.Levels{Available: 0, Held: 1, Sold: 2})
 }
+
+// Two inventories on one Redis keep apart whatever their prefixes and skus:
+// prefix "p" with sku "{x}" and prefix "p:" with sku "x" once shared keys,
+// and the second's Set overwrote the first's stock.
+func TestPrefixesKeepApart(t *testing.T) {
+	t.Parallel()
+	rdb := shared(t)
+	ctx := context.Background()
+	p := testPrefix(t)
+	pairs := [][2]struct{ prefix, sku string }{
+		{{p, "{x}"}, {p + ":", "x"}},
+		{{p, "{x}y"}, {p + ":", "x}y"}},
+		{{p, "a}b"}, {p + "#", "{40634}a}b"}},
+	}
+	for _, pair := range pairs {
+		first := newInventory(t, rdb, stock.WithPrefix(pair[0].prefix))
+		second := newInventory(t, rdb, stock.WithPrefix(pair[1].prefix))
+		mustSet(t, first, pair[0].sku, 100)
+		mustReserve(t, first, pair[0].sku, "o1", 10, time.Hour)
+		mustSet(t, second, pair[1].sku, 1)
+		if err := second.Commit(ctx, pair[1].sku, "o1"); !errors.Is(err, stock.ErrNoReservation) {
+			t.Errorf("Commit of the other inventory's order = %v, want ErrNoReservation", err)
+		}
+		wantLevels(t, first, pair[0].sku, stock.Levels{Available: 90, Held: 10})
+		wantLevels(t, second, pair[1].sku, stock.Levels{Available: 1})
+	}
+}

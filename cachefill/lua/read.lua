@@ -7,6 +7,8 @@
 --   f  the lock token of the loader that stored it
 --   g  how many times it was invalidated (absent: 0)
 --   s  "1": invalidated after the loader read g, so to be loaded again
+--   i  the id of the last Invalidate and its reply, "id:code", which
+--      recognises a resent copy of it (see invalidate.lua)
 -- Invalidate leaves a hash with only g and s where there was no entry.
 -- KEYS[2]: the entry's fills, a stream of one message that each loader adds
 --          when it is done (see store.lua and notify.go)

@@ -24,14 +24,30 @@
 --   2 stored, and marked stale: an Invalidate came after the loader read
 --     g, so its value may predate the change and is to be loaded again
 --   3 the entry's key holds another type: nothing stored
+--
+-- One store per call, whatever the client resends: go-redis sends a command
+-- whose reply did not come in time again, on another connection, and every
+-- copy runs. A copy that finds the entry stored with the loader's token (f)
+-- is such a copy, since a lock's token stores once: it changes nothing and
+-- answers as the first did, 1 or 2 (2 also if an Invalidate came since),
+-- even after the lock was released or taken over.
+local e = redis.pcall('HMGET', KEYS[1], 'g', 'f', 's', 'i')
+if type(e) == 'table' and e['err'] then
+  if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+    return 0
+  end
+  return 3
+end
+if e[2] == ARGV[1] then
+  if e[3] == '1' then
+    return 2
+  end
+  return 1
+end
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
   return 0
 end
-local g = redis.pcall('HGET', KEYS[1], 'g')
-if type(g) == 'table' and g['err'] then
-  return 3
-end
-g = g or '0'
+local g = e[1] or '0'
 local stale = '0'
 if g ~= ARGV[6] then
   stale = '1'
@@ -43,6 +59,9 @@ if ARGV[3] == '1' then
 else
   redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[5], 'f', ARGV[1], 'g', g, 's', stale)
   redis.pcall('XADD', KEYS[3], 'MAXLEN', 1, '*', 'r', '1', 'v', ARGV[2])
+end
+if e[4] then
+  redis.call('HSET', KEYS[1], 'i', e[4]) -- the last Invalidate's (see invalidate.lua)
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.pcall('PEXPIRE', KEYS[3], ARGV[7])

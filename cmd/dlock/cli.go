@@ -63,6 +63,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "run", summary: "run a command under a lock, once or one at a time across hosts", run: runRun},
+		{name: "jobs", summary: "show the recent attempts of a --once-per job: dlock jobs history KEY", run: runJobs},
 		{name: "elect", summary: "keep a command running on exactly one host: campaign, run it while leading", run: runElect},
 		{name: "leader", summary: "show who leads an election, and its term; --watch for each change", run: runLeader},
 		{name: "status", summary: "show whether a lock is held, for how long, and its last fence", run: runStatus},

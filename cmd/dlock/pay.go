@@ -30,7 +30,10 @@ const (
 func doubleClickPay(ctx context.Context, d *demo) result {
 	chargesKey := d.key("order:1001:charges")
 	defer d.cleanup(ctx, chargesKey)
-	store := idempotency.New(d.rdb, idempotency.WithPrefix(d.key("idem:")), idempotency.WithRetention(payRetention))
+	store, err := idempotency.New(d.rdb, idempotency.WithPrefix(d.key("idem:")), idempotency.WithRetention(payRetention))
+	if err != nil {
+		return failed(err)
+	}
 	defer func() { _ = store.Close() }()
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders/1001/pay", store.Middleware(d.chargeHandler(chargesKey)))

@@ -52,12 +52,15 @@ while a majority of them answer (on a terminal or with -v, it warns about
 the others), and exits 69 when they do not. --fair needs a single server.
 
 With --once-per, COMMAND runs at most once per slot of that length across
-hosts (package jobs): the time is rounded to the nearest multiple of the
-period (UTC), so hosts whose clocks differ by less than half of it agree on
-the slot, and a run that succeeded (exit status 0) leaves a done record that
-makes every later dlock of the slot exit 79 without running COMMAND, however
-late its clock is. A run that failed is recorded too, and not tried again in
-the slot. The records are kept for a day, or two periods if that is longer.
+hosts (package jobs): the slot is the period that dlock starts in by the
+host's clock (periods counted in UTC: a 24h period starts at midnight UTC;
+a start up to min(1s, period/100) early counts for the next period), so
+hosts whose cron fires in the same period agree on the slot, and a run
+that succeeded (exit status 0) leaves a done record that makes every later
+dlock of the slot exit 79 without running COMMAND, however late its clock
+is. A run that failed is recorded too, and not tried again in the slot.
+The records are kept for a day, or two periods if that is longer; dlock
+jobs history KEY shows them.
 This replaces --min-hold, and excludes --wait and --fair:
 
   0 2 * * * dlock run --key nightly-report --once-per 24h -- /usr/local/bin/report

@@ -14,7 +14,8 @@ import (
 
 // onceRetention is how long the records of a --once-per slot are kept: a
 // day (the jobs default), or two periods if that is longer, so that a host
-// whose clock is late by up to half a period still finds the done record.
+// that fires late in the period, or whose clock is late, still finds the
+// done record.
 func onceRetention(period time.Duration) time.Duration {
 	return max(jobs.DefaultRetention, 2*period)
 }
@@ -26,7 +27,7 @@ func onceRetention(period time.Duration) time.Duration {
 // called, which returns that signal.
 func (r *runner) runOnce(ctx, before context.Context, interrupted func() os.Signal, locker *dlock.Client, sigs <-chan os.Signal) int {
 	runner := jobs.New(locker, jobs.WithTTL(r.ttl), jobs.WithRetention(onceRetention(r.oncePer)))
-	slot := jobs.Slot(time.Now(), r.oncePer)
+	slot := jobs.Slot(time.Now(), r.oncePer) // the period fired in; a positive period (checked with the flags)
 	slotText := slot.Format(time.RFC3339)
 	beginCtx, cancel := context.WithTimeout(before, redisTimeout)
 	attempt, err := runner.Begin(beginCtx, r.key, slot)
@@ -92,9 +93,12 @@ func (r *runner) slotTaken(err error, slot string) (code int, skip bool) {
 }
 
 // finish records the end of the attempt: failure is nil if the command
-// succeeded. It says so if the record could not be written.
+// succeeded. It says so if the record could not be written. It waits for
+// Redis as long as the lease could still be held (--ttl), and at least
+// redisTimeout: go-redis sends a write whose reply is late again, and a
+// write given up on is undone, which would leave the slot to run again.
 func (r *runner) finish(ctx context.Context, attempt *jobs.Attempt, failure error) {
-	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	ctx, cancel := context.WithTimeout(ctx, max(redisTimeout, r.ttl))
 	defer cancel()
 	outcome, err := attempt.Finish(ctx, failure)
 	switch {

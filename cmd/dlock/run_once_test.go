@@ -12,7 +12,7 @@ import (
 )
 
 // onceEvery is the --once-per of the tests: ten years, so that no test
-// runs across the boundary of two slots (halfway between two multiples of
+// runs across the boundary of two slots (a multiple of
 // the period), whatever the time of day.
 const onceEvery = "87600h"
 

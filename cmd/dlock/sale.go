@@ -38,9 +38,12 @@ type saleTally struct {
 
 func flashSale(ctx context.Context, d *demo) result {
 	prefix := d.key("sale")
-	inv := stock.New(d.rdb, stock.WithPrefix(prefix))
+	inv, err := stock.New(d.rdb, stock.WithPrefix(prefix))
+	if err != nil {
+		return failed(err)
+	}
 	defer func() { _ = inv.Close() }()
-	base := prefix + "{" + saleSKU + "}" // the keys of a sku (package stock's doc)
+	base := prefix + "{" + saleSKU + "}" // the keys of a sku with no braces (package stock's doc)
 	defer d.cleanup(ctx, base+":level", base+":order", base+":holds")
 	if err := inv.Set(ctx, saleSKU, saleStock); err != nil {
 		return failed(err)

@@ -9,7 +9,12 @@
 --   orders  hash: order -> "held:<qty>", "sold:<qty>", "cancelled:<qty>" or "expired:<qty>"
 --   holds   zset: order -> for a held order the deadline of its hold, for the
 --           others when their outcome is forgotten; in ms of server time
--- ARGV[1] is how long outcomes are remembered, in ms; the rest is the script's.
+-- A script that may change anything takes after the skus' KEYS the key of
+-- the record of each call it makes (see recall).
+--
+-- ARGV[1] is how long outcomes are remembered, in ms; ARGV[2] how long a
+-- call's record is kept, in ms (the resend window); ARGV[3] the number of
+-- skus. The rest is the script's.
 --
 -- Replies are {code, item, values...}, where item is the 0-based index of the
 -- sku the code is about. The codes:
@@ -36,7 +41,11 @@ local BATCH = 100
 local NEVER = 9007199254740992
 
 local RETENTION = tonumber(ARGV[1])
-local SKUS = #KEYS / 3
+local WINDOW = ARGV[2]
+local SKUS = tonumber(ARGV[3])
+-- The index in KEYS of the record of a script's call (of its first call,
+-- for a script that makes several).
+local RECORD = 3 * SKUS + 1
 
 local function sku_keys(i)
   local b = 3 * i
@@ -54,6 +63,35 @@ end
 -- int formats a whole number exactly (tostring would round past 14 digits).
 local function int(n)
   return string.format('%d', n)
+end
+
+-- go-redis sends a command again when its reply is late, and every copy
+-- runs. So a call that changes anything records its reply under its own
+-- key, KEYS[k], for the resend window, and a later copy finds it there:
+-- recall returns it, and the copy replies the same and changes nothing.
+-- A call that changed nothing leaves no record: a later copy may do what
+-- it asks, once.
+local function recall(k)
+  local record = redis.call('GET', KEYS[k])
+  if not record then
+    return nil
+  end
+  local reply = {}
+  for n in string.gmatch(record, '-?%d+') do
+    reply[#reply + 1] = tonumber(n)
+  end
+  return reply
+end
+
+-- remember records reply as that of the call whose record is KEYS[k], and
+-- returns it.
+local function remember(k, reply)
+  local parts = {}
+  for j, n in ipairs(reply) do
+    parts[j] = int(n)
+  end
+  redis.call('SET', KEYS[k], table.concat(parts, ','), 'PX', WINDOW)
+  return reply
 end
 
 local function now_ms()

@@ -1,9 +1,9 @@
 -- reserve.lua: hold units of one or more skus for an order, all or nothing.
 --
--- KEYS     three per sku (see prelude.lua)
--- ARGV[2]  the order
--- ARGV[3]  how long the hold lasts, in ms
--- ARGV[4…] the quantity of each sku, in the order of KEYS, as decimal strings
+-- KEYS     three per sku (see prelude.lua), then the call's record
+-- ARGV[4]  the order
+-- ARGV[5]  how long the hold lasts, in ms
+-- ARGV[6…] the quantity of each sku, in the order of KEYS, as decimal strings
 --
 -- Returns {DONE, 0, n}          n skus held anew (the others were held already)
 --         {UNCHANGED, 0}        the order held (or bought) every quantity already:
@@ -11,17 +11,23 @@
 --         {UNKNOWN, i}          sku i was never set
 --         {SOLD_OUT, i, avail}  sku i has only avail units
 --         {CONFLICT, i, qty}    the order holds (or bought) qty units of sku i, another quantity
--- and the replies of begin and add_hold (prelude.lua). Nothing changes unless DONE.
+-- and the replies of begin and add_hold (prelude.lua). Nothing changes unless
+-- DONE; a copy of a call that was DONE replies the same and changes nothing
+-- (recall), even if the order's hold has ended since.
 --
 -- An order whose hold on a sku was cancelled or expired may reserve it again.
-local order = ARGV[2]
+local done = recall(RECORD)
+if done then
+  return done
+end
+local order = ARGV[4]
 local now, skus = begin(order)
 if not now then
   return skus
 end
 local fresh = {}
 for i = 0, SKUS - 1 do
-  local s, qty = skus[i], ARGV[4 + i]
+  local s, qty = skus[i], ARGV[6 + i]
   if not s.known then
     return {UNKNOWN, i}
   end
@@ -39,9 +45,9 @@ end
 if #fresh == 0 then
   return {UNCHANGED, 0}
 end
-local deadline = now + tonumber(ARGV[3])
+local deadline = now + tonumber(ARGV[5])
 for _, i in ipairs(fresh) do
-  local s, qty = skus[i], ARGV[4 + i]
+  local s, qty = skus[i], ARGV[6 + i]
   local _, orders = sku_keys(i)
   local bad = add_hold(i, s, order, deadline)
   if bad then
@@ -51,4 +57,4 @@ for _, i in ipairs(fresh) do
   put(i, s)
   redis.call('HSET', orders, order, 'held:' .. qty)
 end
-return {DONE, 0, #fresh}
+return remember(RECORD, {DONE, 0, #fresh})

@@ -1,6 +1,6 @@
 -- reserve_each.lua: the Reserves of several orders on one sku (each.lua).
 --
--- ARGV[2…] three per order: the order, how long its hold lasts (ms), the
+-- ARGV[4…] three per order: the order, how long its hold lasts (ms), the
 --          quantity, as decimal strings
 --
 -- Each reply is what reserve.lua would have replied to the order alone.

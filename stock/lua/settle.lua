@@ -1,9 +1,9 @@
 -- settle.lua: end an order's holds on one or more skus, all or nothing:
 -- commit them (the units are sold) or cancel them (the units go back).
 --
--- KEYS     three per sku (see prelude.lua)
--- ARGV[2]  the order
--- ARGV[3]  "sold" to commit, "cancelled" to cancel
+-- KEYS     three per sku (see prelude.lua), then the call's record
+-- ARGV[4]  the order
+-- ARGV[5]  "sold" to commit, "cancelled" to cancel
 --
 -- Returns {DONE, 0, n}               n holds settled (the others were already)
 --         {UNCHANGED, 0}             every sku was settled so already: a retried call
@@ -11,8 +11,14 @@
 --         {NO_RESERVATION, i, state} the order holds nothing on sku i: state says
 --                                    why (prelude.lua's STATE, 0 for never
 --                                    reserved or forgotten)
--- and the replies of begin and add_hold (prelude.lua). Nothing changes unless DONE.
-local order, outcome = ARGV[2], ARGV[3]
+-- and the replies of begin and add_hold (prelude.lua). Nothing changes unless
+-- DONE; a copy of a call that was DONE replies the same and changes nothing
+-- (recall), even if the order reserved the sku again since.
+local done = recall(RECORD)
+if done then
+  return done
+end
+local order, outcome = ARGV[4], ARGV[5]
 local now, skus = begin(order)
 if not now then
   return skus
@@ -45,4 +51,4 @@ for _, h in ipairs(held) do
   put(i, s)
   redis.call('HSET', orders, order, outcome .. ':' .. qty)
 end
-return {DONE, 0, #held}
+return remember(RECORD, {DONE, 0, #held})

@@ -1,7 +1,7 @@
 -- settle_each.lua: the Commits and Cancels of several orders on one sku
 -- (each.lua).
 --
--- ARGV[2…] two per order: the order, and "sold" to commit or "cancelled" to
+-- ARGV[4…] two per order: the order, and "sold" to commit or "cancelled" to
 --          cancel
 --
 -- Each reply is what settle.lua would have replied to the order alone.

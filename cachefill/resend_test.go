@@ -1,0 +1,200 @@
+package cachefill_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/redistest"
+)
+
+// pauseFor is how long the fault tests keep Redis paused with a call in
+// flight: past two ReadTimeouts of go-redis's defaults (3 s), so that it
+// has sent the call again at least once, on another connection.
+const pauseFor = 7 * time.Second
+
+// commandLog is what MONITOR saw a server run: every command, each copy
+// that go-redis resent included.
+type commandLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// monitor records the commands srv runs until the test ends.
+func monitor(t *testing.T, addr string) *commandLog {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	if line, err := r.ReadString('\n'); err != nil || line != "+OK\r\n" {
+		t.Fatalf("MONITOR = %q, %v", line, err)
+	}
+	log := &commandLog{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			log.mu.Lock()
+			log.lines = append(log.lines, line)
+			log.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		conn.Close()
+		<-done
+	})
+	return log
+}
+
+// count returns how many commands sent by a client (not run by a script)
+// contain every one of parts.
+func (l *commandLog) count(parts ...string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+next:
+	for _, line := range l.lines {
+		if strings.Contains(line, " lua] ") {
+			continue
+		}
+		for _, p := range parts {
+			if !strings.Contains(line, p) {
+				continue next
+			}
+		}
+		n++
+	}
+	return n
+}
+
+// warmPool leaves n idle connections in rdb's pool. go-redis sends a copy
+// of a command on another connection: a new one would first wait for the
+// paused server's answer to its handshake (HELLO), and send no copy.
+func warmPool(t *testing.T, rdb *redis.Client, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			// Each BLPOP holds its connection while it waits.
+			if err := rdb.BLPop(t.Context(), 100*time.Millisecond, "warm:"+t.Name()).Err(); err != nil && err != redis.Nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// beforeStore is a go-redis hook that calls do once, right before the
+// first store.lua call for the entry key entry is sent.
+type beforeStore struct {
+	entry string
+	do    func()
+	once  sync.Once
+}
+
+func (h *beforeStore) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *beforeStore) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *beforeStore) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		// store.lua's call: EVALSHA sha 4 entry lock filled claim, then
+		// seven arguments.
+		if args := cmd.Args(); len(args) == 14 && fmt.Sprint(args[3]) == h.entry {
+			h.once.Do(h.do)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// Whatever go-redis resends while Redis is paused, a loader's store stores
+// once (one fill message) and answers that it stored, and an Invalidate
+// marks once (g counts one). Both are in flight during one pause of Redis,
+// with go-redis's default options, and a Redis timeout long enough for
+// go-redis to send each again (WithRedisTimeout; with the default, the
+// call gives up before ReadTimeout, and go-redis sends no copy).
+func TestResentStoreAndInvalidateTakeEffectOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	rdb := srv.Client() // go-redis's defaults: ReadTimeout 3 s, MaxRetries 3
+	var log records
+	cache := newCache(t, rdb, cachefill.WithRedisTimeout(30*time.Second),
+		cachefill.WithLockTTL(time.Minute), cachefill.WithLogger(slog.New(&log)))
+	ctx := timeout(t, time.Minute)
+	marked, stored := testKey(t), testKey(t)
+	// An entry to invalidate, and the scripts in Redis's cache, so that
+	// what the pause holds up is the scripts themselves, not NOSCRIPT.
+	if _, err := cache.Get(ctx, marked, time.Hour, (&source{value: "old"}).load); err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.Invalidate(ctx, testKey(t)); err != nil {
+		t.Fatal(err)
+	}
+	warmPool(t, rdb, 8)
+	commands := monitor(t, srv.Addr())
+	paused := make(chan struct{})
+	rdb.AddHook(&beforeStore{entry: cachefill.EntryKey(cache, stored), do: func() {
+		srv.Pause()
+		close(paused)
+	}})
+	got := make(chan error, 1)
+	go func() {
+		v, err := cache.Get(ctx, stored, time.Hour, (&source{value: "new"}).load)
+		if err == nil && string(v) != "new" {
+			err = fmt.Errorf("value %q", v)
+		}
+		got <- err
+	}()
+	<-paused
+	invalidated := make(chan error, 1)
+	go func() { invalidated <- cache.Invalidate(ctx, marked) }()
+	time.Sleep(pauseFor)
+	srv.Resume()
+	if err := <-got; err != nil {
+		t.Errorf("Get across the pause = %v; want the load's value", err)
+	}
+	if err := <-invalidated; err != nil {
+		t.Errorf("Invalidate across the pause = %v", err)
+	}
+
+	// MONITOR tells what Redis ran on a connection of its own, which may
+	// lag behind the replies.
+	storeEntry, markEntry := cachefill.EntryKey(cache, stored), cachefill.EntryKey(cache, marked)
+	eventually(t, 10*time.Second, "the store run twice or more: go-redis sent a copy", func() bool {
+		return commands.count(`"evalsha"`, `"4" "`+storeEntry+`"`, `"new"`) >= 2
+	})
+	eventually(t, 10*time.Second, "Invalidate run twice or more: go-redis sent a copy", func() bool {
+		return commands.count(`"evalsha"`, `"1" "`+markEntry+`"`) >= 2
+	})
+	check := srv.Client()
+	if g, err := check.HGet(ctx, markEntry, "g").Result(); err != nil || g != "1" {
+		t.Errorf("g of the invalidated entry = %q, %v; want 1: one mark", g, err)
+	}
+	info, err := check.XInfoStream(ctx, cachefill.FilledKey(cache, stored)).Result()
+	if err != nil || info.EntriesAdded != 1 {
+		t.Errorf("fill messages added: %d, %v; want 1: one store", info.EntriesAdded, err)
+	}
+	if n := log.count(slog.LevelWarn, "store"); n != 0 {
+		t.Errorf("%d warnings about the store: it stored, and should say so", n)
+	}
+}

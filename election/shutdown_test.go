@@ -1,0 +1,244 @@
+package election_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/election"
+)
+
+// records is a slog.Handler that keeps what it is given, for tests that
+// look at what was logged.
+type records struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *records) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *records) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, r.Clone())
+	return nil
+}
+
+func (h *records) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *records) WithGroup(string) slog.Handler      { return h }
+
+// matching returns the records at level whose message contains msg.
+func (h *records) matching(level slog.Level, msg string) []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []slog.Record
+	for _, r := range h.recs {
+		if r.Level == level && strings.Contains(r.Message, msg) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// attr returns the value of r's attribute key, or nil.
+func attr(r slog.Record, key string) any {
+	var v any
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v = a.Value.Any()
+			return false
+		}
+		return true
+	})
+	return v
+}
+
+// expiring returns a context whose deadline passes when expire is called:
+// its Err is then context.DeadlineExceeded. A test of what a passed
+// deadline returns need not bet on how long Redis takes to fail.
+func expiring() (ctx context.Context, expire func()) {
+	inner, cancel := context.WithCancelCause(context.Background())
+	return deadlineContext{inner}, func() { cancel(context.DeadlineExceeded) }
+}
+
+type deadlineContext struct{ context.Context }
+
+func (c deadlineContext) Err() error {
+	if c.Context.Err() != nil {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// deadAddr returns a loopback address where nothing listens.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// With nothing listening where Redis should be, Lead logs each failed
+// campaign with its error through WithLogger's logger, and when its
+// deadline passes returns an error that wraps both the deadline and the
+// network's error. (go-redis's default options.)
+func TestLeadRedisDownLogsAndReturnsTheCause(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	srv.Kill()
+	var log records
+	e := election.New(newLocker(t, srv.Client()), testName(t),
+		election.WithTTL(100*time.Millisecond), election.WithLogger(slog.New(&log)))
+	ctx, expire := expiring()
+	defer expire()
+	done := make(chan error, 1)
+	go func() {
+		done <- election.Lead(ctx, e, "p", func(context.Context) error {
+			t.Error("fn ran with Redis down")
+			return nil
+		})
+	}()
+	eventually(t, 30*time.Second, "two failed campaigns logged", func() bool {
+		return len(log.matching(slog.LevelWarn, "campaign failed")) >= 2
+	})
+	expire()
+	err := <-done
+	var node *dlock.NodeError
+	switch {
+	case !errors.Is(err, context.DeadlineExceeded):
+		t.Errorf("Lead after its deadline = %v, want context.DeadlineExceeded", err)
+	case !errors.As(err, &node):
+		t.Errorf("Lead after its deadline = %v, want the dlock.NodeError of the failed campaigns", err)
+	case !errors.Is(err, syscall.ECONNREFUSED):
+		t.Errorf("Lead after its deadline = %v, want the refused connection", err)
+	}
+	for _, r := range log.matching(slog.LevelWarn, "campaign failed") {
+		if attr(r, "election") != e.Name() {
+			t.Errorf("record %q: election = %v, want %q", r.Message, attr(r, "election"), e.Name())
+		}
+		if cause, ok := attr(r, "err").(error); !ok || !errors.Is(cause, syscall.ECONNREFUSED) {
+			t.Errorf("record %q: err = %v, want the refused connection", r.Message, attr(r, "err"))
+		}
+	}
+}
+
+// Without WithLogger, Lead logs through the dlock Client's logger
+// (dlock.WithLogger).
+func TestLeadLogsThroughTheClientsLogger(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	srv.Kill()
+	var log records
+	locker := dlock.New(srv.Client(), dlock.WithLogger(slog.New(&log)))
+	t.Cleanup(func() { locker.Close() })
+	e := election.New(locker, testName(t), election.WithTTL(100*time.Millisecond))
+	ctx, expire := expiring()
+	defer expire()
+	done := make(chan error, 1)
+	go func() {
+		done <- election.Lead(ctx, e, "p", func(context.Context) error {
+			t.Error("fn ran with Redis down")
+			return nil
+		})
+	}()
+	eventually(t, 30*time.Second, "a failed campaign logged through the Client's logger", func() bool {
+		return len(log.matching(slog.LevelWarn, "campaign failed")) >= 1
+	})
+	expire()
+	<-done
+}
+
+// Cancelling Lead's context is a shutdown: Lead resigns and returns nil,
+// whether it leads or campaigns, unless the work returned an error of its
+// own.
+func TestLeadShutdownReturnsNil(t *testing.T) {
+	t.Parallel()
+	name := testName(t)
+	e := election.New(newLocker(t, nil), name)
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- election.Lead(ctx, e, "leader", func(ctx context.Context) error {
+			close(started)
+			<-ctx.Done()
+			return ctx.Err()
+		})
+	}()
+	<-started
+
+	// A second candidate campaigns while the first leads.
+	candidate := election.New(newLocker(t, nil), name)
+	cctx, ccancel := context.WithCancelCause(context.Background())
+	cdone := make(chan error, 1)
+	go func() {
+		cdone <- election.Lead(cctx, candidate, "candidate", func(context.Context) error {
+			t.Error("the candidate led")
+			return nil
+		})
+	}()
+	ccancel(errors.New("SIGTERM"))
+	if err := <-cdone; err != nil {
+		t.Errorf("Lead cancelled while campaigning = %v, want nil", err)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Lead cancelled while leading = %v, want nil", err)
+	}
+	if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
+		t.Errorf("Leader after the shutdown = %v, want ErrNoLeader: Lead resigns", err)
+	}
+
+	// The work's own failure is not hidden by the shutdown.
+	failed := errors.New("flush failed")
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() {
+		done <- election.Lead(ctx, e, "leader", func(ctx context.Context) error {
+			cancel()
+			return failed
+		})
+	}()
+	if err := <-done; !errors.Is(err, failed) {
+		t.Errorf("Lead whose work failed during the shutdown = %v, want the work's error", err)
+	}
+}
+
+// Lead's deadline is no shutdown: Lead resigns and returns an error
+// wrapping context.DeadlineExceeded.
+func TestLeadDeadlineReturnsIt(t *testing.T) {
+	t.Parallel()
+	e := election.New(newLocker(t, nil), testName(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err := election.Lead(ctx, e, "leader", func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Lead after its deadline = %v, want context.DeadlineExceeded", err)
+	}
+	if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
+		t.Errorf("Leader after the deadline = %v, want ErrNoLeader: Lead resigns", err)
+	}
+}
+
+// WithLogger(nil) is an invalid option, not a panic.
+func TestWithLoggerNil(t *testing.T) {
+	t.Parallel()
+	e := election.New(newLocker(t, nil), testName(t), election.WithLogger(nil))
+	if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrInvalid) {
+		t.Errorf("Leader of an election WithLogger(nil) = %v, want ErrInvalid", err)
+	}
+}
