@@ -248,7 +248,7 @@ func (srv redisServer) pingProblem(err error) (problem, advice string) {
 // dial connects to a server and hangs up. connect calls it first, so that a
 // server that cannot be reached gets one clear error at once: go-redis
 // would dial several times, with pauses between, and log each failure (see
-// quietRedis).
+// quietLogs).
 func dial(ctx context.Context, network, addr string) error {
 	if network == "" {
 		network = "tcp"

@@ -52,21 +52,26 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 
 	"github.com/redis/go-redis/v9/logging"
 )
 
 func main() {
-	quietRedis()
+	quietLogs()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// quietRedis stops go-redis from logging on stderr, which it does for each
-// failed dial of its connection pools: with a node of a Redlock quorum down,
-// several lines a second, in the mail cron sends. dlock says itself what
-// failed, in its errors, and with -v in the library's log, which names the
-// node of each failure. It sets go-redis's logger, which is the process's.
-func quietRedis() {
+// quietLogs stops go-redis and the dlock library from logging on stderr.
+// go-redis logs each failed dial of its connection pools: with a node of a
+// Redlock quorum down, several lines a second, in the mail cron sends. The
+// library logs to slog.Default() what it cannot return to its caller (a
+// lock lost, a release that failed in the background). dlock says itself
+// what failed, in its errors, and with -v passes on the library's log,
+// which names the node of each failure. It sets the loggers of the
+// process, which are dlock's alone.
+func quietLogs() {
 	logging.Disable()
+	slog.SetDefault(slog.New(slog.DiscardHandler))
 }
