@@ -83,7 +83,9 @@
 // "dlock:lease..." hold the waiters, and expire when nobody waits. A
 // release leaves "dlock:freed..." followed by the key and the token for as
 // long as go-redis may send it again (44 s with its default options), so
-// that a copy sent again knows its own release. Lock keys
+// that a copy sent again knows its own release; a ForceRelease leaves
+// "dlock:forced..." for a minute, so that a copy of it that go-redis sends
+// again deletes nothing more. Lock keys
 // may be any bytes, including binary data and Unicode; keys of any other
 // Redis type are refused with ErrWrongType.
 package dlock

@@ -2,6 +2,7 @@ package dlock
 
 import (
 	"context"
+	"crypto/sha1" //nolint:gosec // matches Lua's redis.sha1hex; see sha1Hex
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -37,6 +38,12 @@ type LockInfo struct {
 	Fingerprint string
 
 	value string // see Value
+
+	// seen is what Redis held, for ForceReleaseHolder: the SHA-1 (hex) of
+	// the lock's token, or of the names (class and token) of a shared
+	// hold's holders. Never the tokens themselves, which release the lock:
+	// a LockInfo may be logged.
+	seen []string
 
 	// HolderName names the holder, as its Client's WithHolderName did
 	// (by default the host name, pid and program): "" when it is not held,
@@ -117,6 +124,9 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 		return LockInfo{}, fmt.Errorf("%w: %s exists and is no lock, semaphore or RW lock", ErrWrongType, quoteKey(key))
 	}
 	info := LockInfo{Key: key, Held: r.code == stateHeld, Fingerprint: fingerprint(r.token), Fence: r.fence, Waiters: int(r.waiters)}
+	if info.Held && r.holders == nil {
+		info.seen = []string{sha1Hex(r.token)}
+	}
 	if info.Held {
 		info.HolderName, info.value = splitToken(r.token)
 		info.Since = sinceFence(r.fence)
@@ -129,6 +139,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 				name, value := splitToken(h.token)
 				info.Holders[i] = HolderInfo{Mode: h.mode, Fingerprint: fingerprint(h.token), TTL: pttlDuration(h.pttl), Fence: h.fence,
 					HolderName: name, Since: sinceFence(h.fence), value: value}
+				info.seen = append(info.seen, sha1Hex(holderClass[h.mode]+h.token))
 			}
 			if len(info.Holders) > 0 { // the first to expire, as TTL and Fingerprint
 				info.Since = info.Holders[0].Since
@@ -137,6 +148,18 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	}
 	return info, nil
 }
+
+// sha1Hex returns the SHA-1 of s in hex, as Lua's redis.sha1hex does: how
+// ForceReleaseHolder names what it saw without keeping a token. SHA-1 is
+// no weakness here: a token is 128 random bits, which no digest gives back.
+func sha1Hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// holderClass is the class that starts the name of a shared hold's holder
+// in its sorted set, by the mode inspect.lua reports (see kind.go).
+var holderClass = map[string]string{"permit": "s", "read": "r", "write": "w"}
 
 // pttlDuration returns a PTTL in milliseconds as a Duration: -1 (one
 // nanosecond under zero) for no expiry, as go-redis does.
@@ -170,16 +193,48 @@ func fingerprint(token string) string {
 // on shares the resource with the next holder, until its next Refresh or
 // Release returns ErrNotHeld. It reports whether there was a lock to
 // delete, and leaves a key of another type alone (ErrWrongType).
+//
+// It deletes the holder it finds, and never one that obtains the lock
+// after it looked: it is Inspect, then ForceReleaseHolder of what that
+// saw. Every string key is a lock to it, as a lock taken with a plain SET
+// NX by another client is one: look first (Inspect) when the key may be a
+// value of another kind.
 func (c *Client) ForceRelease(ctx context.Context, key string) (bool, error) {
-	if err := c.checkKey(key); err != nil {
+	info, err := c.Inspect(ctx, key)
+	if err != nil {
 		return false, err
 	}
-	r, err := c.call(ctx, forceReleaseOp(key))
+	return c.ForceReleaseHolder(ctx, info)
+}
+
+// ForceReleaseHolder is ForceRelease of the holder that info shows, as
+// Inspect or Scan returned it: it deletes the lock only while that holder
+// still holds it, and for a semaphore or an RW lock, the holdings info
+// lists and no others. It reports whether it deleted them; false when they
+// were gone already (released, expired, or deleted by someone else), or
+// info shows no holder.
+//
+// A call that go-redis sends again, when a reply is late, deletes once: a
+// copy that runs after another holder took the lock leaves it alone, and
+// the answer says what the first copy did. On a Redlock quorum it deletes
+// the holder on every server that answers and still holds it; a server
+// that holds another token keeps it until it expires.
+func (c *Client) ForceReleaseHolder(ctx context.Context, info LockInfo) (bool, error) {
+	if err := c.checkKey(info.Key); err != nil {
+		return false, err
+	}
+	if !info.Held {
+		return false, nil
+	}
+	if len(info.seen) == 0 {
+		return false, fmt.Errorf("%w: ForceReleaseHolder of %s: a LockInfo that Inspect or Scan did not return", ErrInvalidOption, quoteKey(info.Key))
+	}
+	r, err := c.call(ctx, forceReleaseOp(info.Key, newToken(), info.seen))
 	switch {
 	case err != nil:
 		return false, err
 	case r.code == stateWrongType:
-		return false, fmt.Errorf("%w: %s exists and is no lock, semaphore or RW lock", ErrWrongType, quoteKey(key))
+		return false, fmt.Errorf("%w: %s exists and is no lock, semaphore or RW lock", ErrWrongType, quoteKey(info.Key))
 	}
 	return r.code == ours, nil
 }
@@ -324,9 +379,21 @@ func inspectOp(key string) op {
 	return op{name: "inspect", keys: holdKeys(key), decode: decodeInspect, onQuorum: (*quorum).inspect}.withScript(inspectScript, nil)
 }
 
-// forceReleaseOp returns the force release of whatever hold is named key.
-func forceReleaseOp(key string) op {
-	return op{name: "force-release", keys: holdKeys(key), onQuorum: (*quorum).forceRelease}.withScript(forceReleaseScript, nil)
+// forcedKind is the side key that force_release.lua marks a deletion in,
+// so that a copy of the call sent again knows of it.
+const forcedKind = "forced"
+
+// forceReleaseOp returns the force release of the holdings seen on key
+// (LockInfo.seen: the SHA-1 of a lock's token, or of the names of a shared
+// hold's holders), by the call id.
+func forceReleaseOp(key, id string, seen []string) op {
+	args := make([]any, 0, 1+len(seen))
+	args = append(args, id)
+	for _, v := range seen {
+		args = append(args, v)
+	}
+	keys := append(holdKeys(key), sideKey(forcedKind, key))
+	return op{name: "force-release", keys: keys, onQuorum: (*quorum).forceRelease}.withScript(forceReleaseScript, nil, args...)
 }
 
 // decodeInspect reads inspect.lua's reply: {state, token, pttl, fence,

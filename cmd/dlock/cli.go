@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 )
 
 // Exit statuses. Those from 64 on are the BSD sysexits.h codes, which
@@ -20,12 +22,32 @@ import (
 const (
 	exitOK          = 0  // done, and every check held
 	exitFail        = 1  // something went wrong that has no status of its own (the demo: any failure)
+	exitNone        = 3  // status: the lock is free; leader: no leader
 	exitUsage       = 64 // EX_USAGE: the command line is wrong; the error says how
 	exitUnavailable = 69 // EX_UNAVAILABLE: Redis cannot be reached, or failed
 	exitNotObtained = 75 // EX_TEMPFAIL: run: another holder has the lock (default of --conflict-exit-code)
-	exitLockLost    = 76 // run: the lock was lost while the command ran, which was terminated
+	exitLockLost    = 76 // run: the lock was lost before the command ended (which was terminated, or ended first)
 	exitSlotTaken   = 79 // run --once-per: the slot is done, running elsewhere, or out of attempts
 )
+
+// exitStatuses is the one table of dlock's exit statuses, for every verb:
+// dlock --help shows it, and so does the README's section on the command
+// (TestExitStatusTable keeps the two alike). Each verb's help says which
+// apply to it.
+var exitStatuses = []struct{ code, meaning string }{
+	{strconv.Itoa(exitOK), "done: the command that run or elect ran exited 0; status: the lock is held; leader: a leader leads; check: no warning"},
+	{strconv.Itoa(exitFail), "demo: an invariant broke; check: a setting weakens locks"},
+	{strconv.Itoa(exitNone), "status: the lock is free; leader: nobody leads"},
+	{strconv.Itoa(exitUsage), "usage error (EX_USAGE): a bad flag, argument or URL; release: no --force, or the key is no lock and the flag that allows it is missing"},
+	{strconv.Itoa(exitUnavailable), "Redis could not be reached, or failed (EX_UNAVAILABLE); on a Redlock quorum, fewer than a majority of its servers answered"},
+	{strconv.Itoa(exitNotObtained), "run: the lock was not obtained: another holder has it, or earlier --fair waiters go first (EX_TEMPFAIL; --conflict-exit-code changes it)"},
+	{strconv.Itoa(exitLockLost), "run: the lock was lost before the command ended: dlock terminated the command, or found the lock gone when it ended"},
+	{strconv.Itoa(exitSlotTaken), "run --once-per: the slot is done already, running on another host, or failed there (--conflict-exit-code changes it)"},
+	{strconv.Itoa(exitCannotExecute), "run, elect: the command could not be started"},
+	{strconv.Itoa(exitNotFound), "run, elect: the command was not found"},
+	{"128+N", "run, elect: signal N killed the command, or reached dlock before the command started"},
+	{"other", "run, elect: the command's own exit status"},
+}
 
 // A command is one verb of the CLI. It parses its own arguments with its own
 // flag.FlagSet (see newFlagSet) and returns the exit status. stdin is what a
@@ -134,7 +156,35 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprint(w, "\nRun 'dlock <command> --help' for the flags of a command.\n")
-	fmt.Fprintf(w, "A usage error exits with status %d (EX_USAGE); each command's help gives the others.\n", exitUsage)
+	fmt.Fprint(w, "\nExit status:\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, e := range exitStatuses {
+		for i, line := range wrap(e.meaning, 70) {
+			code := e.code
+			if i > 0 {
+				code = ""
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", code, line)
+		}
+	}
+	tw.Flush()
+}
+
+// wrap cuts text into lines of at most width bytes, between words.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(word) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	return append(lines, line)
 }
 
 // newFlagSet returns the FlagSet of a verb, whose usage reads
@@ -170,16 +220,49 @@ func parseFlags(fs *flag.FlagSet, args []string, maxArgs int, stdout, stderr io.
 		fs.Usage()
 		return exitOK, true
 	case err != nil:
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		fmt.Fprintf(stderr, "%s: %s\n", fs.Name(), flagError(fs, err))
 	case fs.NArg() > maxArgs:
 		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(maxArgs))
 	default:
 		fs.SetOutput(stderr)
 		return exitOK, false
 	}
+	// The mistake, and where to read more: the whole usage would bury it.
 	fs.SetOutput(stderr)
-	fs.Usage()
+	fmt.Fprintf(stderr, "Run '%s --help' for its flags.\n", fs.Name())
 	return exitUsage, true
+}
+
+// flagError says what is wrong with a flag, as the flag package's err
+// does, and for a duration without a unit (--ttl 10), what to write.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	// The flag package's words: invalid value "10" for flag -ttl: parse error
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		return msg
+	}
+	value, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return msg
+	}
+	name, _, _ := strings.Cut(strings.TrimPrefix(rest[len(value):], " for flag -"), ":")
+	f := fs.Lookup(name)
+	if f == nil {
+		return msg
+	}
+	getter, ok := f.Value.(flag.Getter)
+	if !ok {
+		return msg
+	}
+	if _, isDuration := getter.Get().(time.Duration); !isDuration {
+		return msg
+	}
+	value, _ = strconv.Unquote(value)
+	if _, err := strconv.ParseFloat(value, 64); err == nil {
+		return fmt.Sprintf("--%s %s has no unit: use a unit, e.g. %ss (or ms, m, h)", name, value, value)
+	}
+	return fmt.Sprintf("--%s %q is no duration: use a number and a unit, e.g. 10s, 1m30s or 2h", name, value)
 }
 
 // versionString describes this build: the module version when built with

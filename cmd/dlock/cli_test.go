@@ -1,6 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -129,6 +135,62 @@ func TestPasswordNotPrinted(t *testing.T) {
 			if strings.Contains(stdout+stderr, "s3cret") || strings.Contains(stdout+stderr, "wr0ng") {
 				t.Errorf("%s on a quorum printed a password (exit status %d):\nstdout: %s\nstderr: %s", verb, code, stdout, stderr)
 			}
+		}
+	}
+}
+
+// TestExitStatusTable checks that dlock --help and the README's section on
+// the command show the one table of exit statuses, and that it names every
+// status dlock has.
+func TestExitStatusTable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	md.WriteString("| exit status | meaning |\n|---|---|\n")
+	for _, e := range exitStatuses {
+		fmt.Fprintf(&md, "| %s | %s |\n", e.code, e.meaning)
+	}
+	if !strings.Contains(string(readme), md.String()) {
+		t.Errorf("README.md does not have the table of exit statuses that dlock --help shows; put it there:\n%s", md.String())
+	}
+
+	_, help, _ := runCLI(t, "--help")
+	_, table, ok := strings.Cut(help, "\nExit status:\n")
+	if !ok {
+		t.Fatalf("dlock --help has no table of exit statuses:\n%s", help)
+	}
+	for _, e := range exitStatuses {
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(e.code) + ` +` + regexp.QuoteMeta(wrap(e.meaning, 70)[0]) + `$`).MatchString(table) {
+			t.Errorf("dlock --help has no row for %s: %s", e.code, e.meaning)
+		}
+	}
+	for _, code := range []int{exitOK, exitFail, exitNone, exitUsage, exitUnavailable, exitNotObtained, exitLockLost, exitSlotTaken, exitCannotExecute, exitNotFound} {
+		if !slices.ContainsFunc(exitStatuses, func(e struct{ code, meaning string }) bool { return e.code == strconv.Itoa(code) }) {
+			t.Errorf("the table of exit statuses has no row for %d", code)
+		}
+	}
+}
+
+// TestFlagMistake: a flag's mistake says what is wrong and how to mend it,
+// and points to --help rather than printing the whole usage.
+func TestFlagMistake(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--ttl", "10", "--key", "k", "--", "true"}, "dlock run: --ttl 10 has no unit: use a unit, e.g. 10s"},
+		{[]string{"elect", "--grace", "5", "--key", "k", "--", "true"}, "dlock elect: --grace 5 has no unit: use a unit, e.g. 5s"},
+		{[]string{"status", "--timeout", "soon", "k"}, `dlock status: --timeout "soon" is no duration: use a number and a unit, e.g. 10s`},
+		{[]string{"list", "--frob"}, "dlock list: flag provided but not defined: -frob"},
+	} {
+		code, stdout, stderr := runCLI(t, tt.args...)
+		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, tt.want) {
+			t.Errorf("dlock %v = %d, %q, %q; want %d and %q", tt.args, code, stdout, stderr, exitUsage, tt.want)
+		}
+		if want := fmt.Sprintf("\nRun 'dlock %s --help' for its flags.\n", tt.args[0]); !strings.HasSuffix(stderr, want) || strings.Contains(stderr, "Usage:") {
+			t.Errorf("dlock %v printed %q; want it to end with %q, without the whole usage", tt.args, stderr, want)
 		}
 	}
 }

@@ -104,27 +104,85 @@ func duplicateError(first, second redisServer) error {
 // parseRedisURL parses a Redis URL as redis.ParseURL does, and returns it
 // also in a form fit to print: with the password replaced by "xxxxx" and
 // without the query, where a mistaken user may have put a password too.
-// Its errors name the URL's source (such as "--redis") and never include
-// the URL as given.
+// Its errors name the URL's source (such as "--redis") and never include a
+// byte of the password, whatever is wrong with the URL: a URL that does not
+// parse, or whose password may not have been taken for one (an '@' after
+// the host, from a password's unescaped '/', '?' or '#'), is not shown at
+// all, nor are the parser's words, which quote parts of it.
 func parseRedisURL(raw, source string) (opts *redis.Options, redacted string, err error) {
 	const want = "want redis://[user:password@]host:port[/db], or rediss://... for TLS"
+	const escape = "escape a password's special characters: %25 for %, %40 for @, %2F for /, %3F for ?, %23 for #"
+	if !hasRedisScheme(raw) {
+		return nil, "", fmt.Errorf("bad %s URL (not shown, as it may hold a password): it does not start with redis://, rediss:// or unix://; %s", source, want)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		var urlErr *url.Error // its message quotes the whole URL
-		if errors.As(err, &urlErr) {
-			err = urlErr.Err
-		}
-		// %v, not %w: callers must not reach the url.Error, which quotes
-		// the URL as given, password included.
-		return nil, "", fmt.Errorf("bad %s URL: %v; %s", source, err, want) //nolint:errorlint // see above
+		return nil, "", fmt.Errorf("bad %s URL (not shown, as it may hold a password): %s; %s", source, urlDefect(err), escape)
+	}
+	if !passwordContained(raw, u) {
+		return nil, "", fmt.Errorf("bad %s URL (not shown, as it may hold a password): it has an '@' after the host, "+
+			"as a password with an unescaped '/', '?' or '#' makes; %s", source, escape)
 	}
 	shown := *u
 	shown.RawQuery, shown.ForceQuery, shown.Fragment, shown.RawFragment = "", false, "", ""
 	redacted = shown.Redacted()
 	if opts, err = redis.ParseURL(raw); err != nil {
-		return nil, "", fmt.Errorf("bad %s URL %s: %v; %s", source, redacted, err, want) //nolint:errorlint // as above
+		msg := err.Error()
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx") // go-redis's words quote parts of the URL, not the password; in case
+		}
+		return nil, "", fmt.Errorf("bad %s URL %s: %s; %s", source, redacted, msg, want)
 	}
 	return opts, redacted, nil
+}
+
+// hasRedisScheme reports whether raw starts with a scheme that
+// redis.ParseURL takes. A value without one ("host:6379", "user:pw@host")
+// is no URL to show: url.Parse would take what comes before its first ':'
+// for a scheme, and the rest, password and all, as opaque.
+func hasRedisScheme(raw string) bool {
+	scheme, _, found := strings.Cut(raw, "://")
+	if !found {
+		return false
+	}
+	switch strings.ToLower(scheme) {
+	case "redis", "rediss", "unix":
+		return true
+	}
+	return false
+}
+
+// urlDefect says what url.Parse found wrong, in words that quote nothing
+// of the URL: its error quotes the faulty part, which may be the password
+// ("invalid URL escape "%zz"", "invalid port ":pw" after host").
+func urlDefect(err error) string {
+	var escapeErr url.EscapeError
+	var hostErr url.InvalidHostError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &escapeErr):
+		return "a '%' not followed by two hex digits"
+	case errors.As(err, &hostErr):
+		return "a character that a host name cannot hold"
+	case strings.Contains(msg, "invalid port"):
+		return "a port that is not a number (a password's unescaped '/', '?' or '#' ends the host early)"
+	case strings.Contains(msg, "missing ']'"):
+		return "a '[' without its ']' in the host"
+	case strings.Contains(msg, "control character"):
+		return "a control character"
+	}
+	return "it does not parse as a URL"
+}
+
+// passwordContained reports whether the userinfo of u, if any, is all that
+// raw has before its last '@': otherwise a password cut short by an
+// unescaped '/', '?' or '#' spills into the host, path, query or fragment,
+// which messages show, and the server would be asked for the wrong one.
+func passwordContained(raw string, u *url.URL) bool {
+	if !strings.Contains(raw, "@") {
+		return true
+	}
+	return u.User != nil && !strings.Contains(u.Host+u.Path+u.RawPath+u.RawQuery+u.Fragment+u.RawFragment, "@")
 }
 
 // connect returns a client of srv once the server has answered a PING within
@@ -190,7 +248,7 @@ func (srv redisServer) pingProblem(err error) (problem, advice string) {
 // dial connects to a server and hangs up. connect calls it first, so that a
 // server that cannot be reached gets one clear error at once: go-redis
 // would dial several times, with pauses between, and log each failure (see
-// quietRedis).
+// quietLogs).
 func dial(ctx context.Context, network, addr string) error {
 	if network == "" {
 		network = "tcp"

@@ -85,10 +85,10 @@ func TestDemoUnreachable(t *testing.T) {
 func TestDemoBadURL(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ url, want string }{
-		{"http://x", "dlock demo: bad --redis URL http://x: redis: invalid URL scheme: http; want redis://"},
+		{"http://x", "dlock demo: bad --redis URL (not shown, as it may hold a password): it does not start with redis://, rediss:// or unix://; want redis://"},
 		{"redis://x/notanumber", `invalid database number: "notanumber"`},
 		{"redis://127.0.0.1:6379/0?color=blue", "unexpected option: color"},
-		{"redis://u:pw@[::1", "dlock demo: bad --redis URL: missing ']' in host; want redis://"},
+		{"redis://u:pw@[::1", "dlock demo: bad --redis URL (not shown, as it may hold a password): a '[' without its ']' in the host; escape "},
 	}
 	for _, tt := range tests {
 		code, stdout, stderr := runCLI(t, "demo", "--redis", tt.url)

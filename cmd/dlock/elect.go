@@ -25,8 +25,9 @@ lost (Redis down or paused past the ttl, the key deleted), COMMAND's process
 group gets SIGTERM, and SIGKILL --grace later, as with dlock run; once
 COMMAND has exited, dlock campaigns again. A host that dies, or whose dlock
 is killed, loses the seat when its lease runs out: another host's dlock
-takes over then, and starts its COMMAND. (COMMAND does not die with a
-SIGKILLed dlock: it runs in a process group of its own.)
+takes over then, and starts its COMMAND. A dlock that dies takes COMMAND
+with it on Linux and FreeBSD, as with dlock run (see dlock run --help); on
+other systems COMMAND runs on until it ends by itself.
 
 When COMMAND exits by itself, dlock resigns, which lets another host take
 over at once, and exits with COMMAND's status. SIGINT, SIGTERM and SIGHUP
@@ -81,7 +82,7 @@ func runElect(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // parseElectArgs parses the command line of the elect verb. When done, the
 // verb must return code at once.
 func parseElectArgs(args []string, getenv func(string) string, stdout, stderr io.Writer) (e *elector, code int, done bool) {
-	e = &elector{runner: &runner{}}
+	e = &elector{runner: &runner{verb: "elect"}}
 	fs := newFlagSet("elect", electSynopsis, electAbout)
 	usage := fs.Usage
 	fs.Usage = func() {
@@ -215,7 +216,7 @@ func retryable(err error) bool {
 // terminated and elect campaigns again.
 func (e *elector) lead(ctx context.Context, l *election.Leadership, sigs <-chan os.Signal) (status int, lost bool) {
 	e.leaseDesc = fmt.Sprintf("the leadership of %q (term %d)", e.key, l.Term())
-	e.logf("leading %q in term %d", e.key, l.Term())
+	e.logf("leading %q in term %s", e.key, withTime(l.Term()))
 	c, err := e.start([]string{"DLOCK_KEY=" + e.key, "DLOCK_TERM=" + strconv.FormatInt(l.Term(), 10)})
 	if err != nil {
 		e.errorf("cannot run %s: %v", e.commandLine(), err)

@@ -31,6 +31,10 @@ type lockJSON struct {
 	Limit     int    `json:"limit,omitempty"`       // a semaphore's
 	// Holders are a semaphore's or an RW lock's holders, one per permit or hold
 	Holders []holderJSON `json:"holders,omitempty"`
+	// What says what a package's key is for (list): "" for a plain lock
+	What string `json:"what,omitempty"`
+	// Record is true for a package's record rather than a lock (list --all)
+	Record bool `json:"record,omitempty"`
 }
 
 // holderJSON is one holder of a semaphore or an RW lock.
@@ -119,24 +123,45 @@ func showTTL(ttl time.Duration) string {
 	return ttl.Round(time.Millisecond).String()
 }
 
+// showFence shows a fence for a person: the number, and the time it
+// stands for (see withTime); "unknown" for 0.
 func showFence(fence int64) string {
 	if fence == 0 {
 		return "unknown"
 	}
-	return strconv.FormatInt(fence, 10)
+	return withTime(fence)
+}
+
+// withTime shows a fence or an election's term, as in
+// "1795728702495975 (2026-11-26 22:51:42 UTC)": a fence is at least the
+// server's time in microseconds when its holder obtained the lock, and
+// nearly always that time, so the time says when. A number that stands for
+// no time of this era (a fence of another scheme) is shown alone.
+func withTime(fence int64) string {
+	text := strconv.FormatInt(fence, 10)
+	if t := time.UnixMicro(fence).UTC(); fence > 0 && t.Year() >= 2000 && t.Year() < 2200 {
+		text += " (" + t.Format("2006-01-02 15:04:05 MST") + ")"
+	}
+	return text
 }
 
 // printStatus writes what dlock status shows of one lock.
 func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
+	role := roleOf(info.Key)
 	if asJSON {
-		return json.NewEncoder(w).Encode(toJSON(info))
+		j := toJSON(info)
+		j.What, j.Record = role.what, role.record
+		return json.NewEncoder(w).Encode(j)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "key:\t%q\n", info.Key)
+	if role.what != "" {
+		fmt.Fprintf(tw, "what:\t%s\n", role.what)
+	}
 	if !info.Held {
 		fmt.Fprintf(tw, "held:\tno\n")
 		if info.Fence != 0 {
-			fmt.Fprintf(tw, "last fence:\t%d\n", info.Fence)
+			fmt.Fprintf(tw, "last fence:\t%s\n", withTime(info.Fence))
 		}
 		if info.Waiters > 0 { // free for a moment: the first waiter is about to take it
 			fmt.Fprintf(tw, "waiters:\t%d\n", info.Waiters)
@@ -164,51 +189,123 @@ func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
 	return tw.Flush()
 }
 
-// listLocks writes the locks that match pattern, as a table or a JSON array.
-func listLocks(ctx context.Context, w io.Writer, t target, pattern string, asJSON bool) error {
-	locks, err := scanLocks(ctx, t, pattern)
+// listLocks writes the locks that match pattern, as a table or a JSON
+// array. The records of packages (roleOf) are left out unless all.
+func listLocks(ctx context.Context, w io.Writer, t target, pattern string, all, asJSON bool) error {
+	found, err := scanLocks(ctx, t, pattern)
 	if err != nil {
 		return err
+	}
+	var locks []dlock.LockInfo
+	hidden := 0
+	for _, info := range found {
+		if roleOf(info.Key).record && !all {
+			hidden++
+			continue
+		}
+		locks = append(locks, info)
 	}
 	if asJSON {
 		out := make([]lockJSON, 0, len(locks))
 		for _, info := range locks {
-			out = append(out, toJSON(info))
+			j := toJSON(info)
+			role := roleOf(info.Key)
+			j.What, j.Record = role.what, role.record
+			out = append(out, j)
 		}
 		return json.NewEncoder(w).Encode(out)
 	}
 	if len(locks) == 0 {
-		_, err := fmt.Fprintf(w, "no locks match %q\n", pattern)
-		return err
+		_, err = fmt.Fprintf(w, "no locks match %q\n", pattern)
+	} else {
+		err = printLocks(w, locks)
 	}
+	if err == nil && hidden > 0 {
+		records := "records of packages"
+		if hidden == 1 {
+			records = "record of a package"
+		}
+		_, err = fmt.Fprintf(w, "(%d %s not shown, such as jobs' done records and elections' vacancies: dlock list --all shows them)\n", hidden, records)
+	}
+	return err
+}
+
+// printLocks writes locks as a table, with what a package's key is for
+// after it.
+func printLocks(w io.Writer, locks []dlock.LockInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tKIND\tTTL\tFENCE\tHOLDER\tWAITERS")
+	fmt.Fprintln(tw, "KEY\tKIND\tTTL\tFENCE\tHOLDER\tWAITERS\tWHAT")
 	for _, info := range locks {
 		holder := showHolder(info)
 		if info.Holders == nil {
 			holder = holderName(info.HolderName, info.Fingerprint)
 		}
-		fmt.Fprintf(tw, "%q\t%s\t%s\t%s\t%s\t%d\n", info.Key, info.Kind, showTTL(info.TTL), showFence(info.Fence), holder, info.Waiters)
+		what := "-"
+		if role := roleOf(info.Key); role.what != "" {
+			what = role.what
+		}
+		fmt.Fprintf(tw, "%q\t%s\t%s\t%s\t%s\t%d\t%s\n", info.Key, info.Kind, showTTL(info.TTL), showFence(info.Fence), holder, info.Waiters, what)
 	}
 	return tw.Flush()
 }
 
-// forceRelease deletes a lock whoever holds it and says what it did.
-func forceRelease(ctx context.Context, w io.Writer, locker *dlock.Client, key string, asJSON bool) error {
-	released, err := locker.ForceRelease(ctx, key)
+// releaseRefusal is the error of a release that a flag must allow: the
+// key is a package's record, or no lock taken by dlock.
+type releaseRefusal struct{ msg string }
+
+func (e *releaseRefusal) Error() string { return e.msg }
+
+// releaseFlags are what release is told to delete besides a lock.
+type releaseFlags struct {
+	record   bool // a package's record (roleOf)
+	notALock bool // a string dlock did not take as a lock (takenByDlock)
+}
+
+// forceRelease deletes a lock whoever holds it and says what it did. It
+// deletes the holder it looked at, and never one that took the lock since.
+// A package's record, or a string that dlock did not take as a lock, it
+// refuses unless allow says so.
+func forceRelease(ctx context.Context, w io.Writer, locker *dlock.Client, key string, allow releaseFlags, asJSON bool) error {
+	info, err := locker.Inspect(ctx, key)
 	if err != nil {
 		return err
+	}
+	role := roleOf(key)
+	switch {
+	case !info.Held:
+	case role.record && !allow.record:
+		return &releaseRefusal{fmt.Sprintf("dlock release: %q is no lock: it is %s.\n"+
+			"Deleting it means: %s. Add --record if that is what you want", key, role.what, role.undo)}
+	case !role.record && !takenByDlock(info) && !allow.notALock:
+		return &releaseRefusal{fmt.Sprintf("dlock release: %q holds a string that dlock did not take as a lock (no fence, no holder name):\n"+
+			"a cached value, a record of another program, or a lock that another client took with SET NX.\n"+
+			"Add --not-a-lock to delete it all the same", key)}
+	}
+	released := false
+	if info.Held {
+		if released, err = locker.ForceReleaseHolder(ctx, info); err != nil {
+			return err
+		}
 	}
 	if asJSON {
 		return json.NewEncoder(w).Encode(struct {
 			Key      string `json:"key"`
 			Released bool   `json:"released"`
-		}{key, released})
+			Holder   string `json:"holder,omitempty"`
+			What     string `json:"what,omitempty"`
+		}{key, released, info.Fingerprint, role.what})
 	}
-	if released {
-		_, err = fmt.Fprintf(w, "released %q; its holder, if still running, is no longer protected\n", key)
-	} else {
+	switch {
+	case !info.Held:
 		_, err = fmt.Fprintf(w, "%q was not held: nothing to release\n", key)
+	case !released:
+		_, err = fmt.Fprintf(w, "%q was held by %s, who let it go (or lost it) before it could be deleted; nothing deleted\n",
+			key, holderName(info.HolderName, info.Fingerprint))
+	case role.record:
+		_, err = fmt.Fprintf(w, "deleted %q, %s: %s\n", key, role.what, role.undo)
+	default:
+		_, err = fmt.Fprintf(w, "released %q, held by %s; its holder, if still running, is no longer protected\n",
+			key, holderName(info.HolderName, info.Fingerprint))
 	}
 	return err
 }
@@ -295,7 +392,10 @@ func finish(err error, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintln(stderr, err)
+	var refusal *releaseRefusal
 	switch {
+	case errors.As(err, &refusal):
+		return exitUsage // as release without --force
 	case errors.Is(err, dlock.ErrInvalidKey), errors.Is(err, dlock.ErrWrongType):
 		return exitUsage // the KEY names no lock: as run does
 	}
@@ -310,23 +410,35 @@ token handed out for it, its holder as a fingerprint of the holder's token
 (8 hex digits, never the token: whoever knows the token can release the
 lock; dlock run -v logs its own), and, if waiters queue for it (dlock run
 --wait, or a program's Obtain, on a single server), how many; waiters on a
-Redlock quorum leave no trace and are not counted. Exits 0 whether or not
-the lock is held; --json
-says which, for scripts. On a Redlock quorum (several --redis), the lock is
-held when a majority of the servers hold it with the same token; the ttl
-shown is the least among them.`)
+Redlock quorum leave no trace and are not counted. A fence is shown with
+the time it stands for: the server's time when its holder obtained the lock.
+On a Redlock quorum (several --redis), the lock is held when a majority of
+the servers hold it with the same token; the ttl shown is the least among
+them.
+
+Exit status (as dlock leader's):
+  0   the lock is held
+  3   the lock is free
+  64  usage error
+  69  Redis could not be reached, or failed`)
 	f.register(fs)
 	key, code, done := parseKeyAndFlags(fs, args, stdout, stderr)
 	if done {
 		return code
 	}
-	return f.do(ctx, stderr, false, func(ctx context.Context, t target) error {
+	held := true
+	code = f.do(ctx, stderr, false, func(ctx context.Context, t target) error {
 		info, err := t.locker.Inspect(ctx, key)
 		if err != nil {
 			return err
 		}
+		held = info.Held
 		return printStatus(stdout, info, f.asJSON)
 	})
+	if code == exitOK && !held {
+		return exitNone
+	}
+	return code
 }
 
 func runList(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -338,14 +450,22 @@ shows it) and their number of waiters. It walks the keyspace with SCAN (never KE
 Redis), on every primary of a Cluster; locks taken or released meanwhile
 may be missed. Locks taken by other clients with a plain SET NX are not
 listed. On a Redlock quorum (several --redis), it scans every server that
-answers, and lists the locks that a majority of them hold.`)
+answers, and lists the locks that a majority of them hold.
+
+The packages around dlock keep records that look like locks: a job's done
+record (dlock:job:NAME@SLOT/done, held for a day), the records of its
+attempts, an election's vacancy (dlock:vacancy:NAME, held by those that
+watch an empty seat). list leaves them out, and says how many, unless
+--all; the WHAT column (and "what" in --json) says what a package's key
+is for.`)
 	f.register(fs)
 	match := fs.String("match", "*", "list only the locks whose key matches this Redis glob `PATTERN`, as in 'job:*'")
+	all := fs.Bool("all", false, "list the records of packages too (jobs' done records, elections' vacancies...)")
 	if code, done := parseFlags(fs, args, 0, stdout, stderr); done {
 		return code
 	}
 	return f.do(ctx, stderr, false, func(ctx context.Context, t target) error {
-		return listLocks(ctx, stdout, t, *match, f.asJSON)
+		return listLocks(ctx, stdout, t, *match, *all, f.asJSON)
 	})
 }
 
@@ -355,10 +475,25 @@ func runRelease(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 Deletes the lock KEY whoever holds it, and wakes its waiters. Use it for a
 lock whose holder is gone for good: a holder that is still running is not
 told, and shares what the lock protected with the next holder until it
-next renews. It refuses to act without --force. On a Redlock quorum
-(several --redis), it deletes the lock on every server that answers.`)
+next renews. It refuses to act without --force. It deletes the holder it
+finds, and never one that takes the lock after it looked.
+
+It refuses, and says what the key is, when KEY is no lock:
+  - a record of a package that looks like a lock (a job's done record
+    dlock:job:NAME@SLOT/done, an election's vacancy dlock:vacancy:NAME, an
+    idempotent call's stored outcome...): it says what deleting it undoes
+    ("the job will run again in its slot"); add --record to delete it;
+  - a string that dlock did not take as a lock (no fence, no holder name):
+    a cached value, or a lock that another client took with SET NX; add
+    --not-a-lock to delete it;
+  - a key of another type: never deleted.
+On a Redlock quorum (several --redis), it deletes the holder on every
+server that answers and still holds it.`)
 	f.register(fs)
 	force := fs.Bool("force", false, "really delete the lock, whoever holds it")
+	var allow releaseFlags
+	fs.BoolVar(&allow.record, "record", false, "with --force: delete KEY also if it is a record of a package (a job's done record, an\nelection's vacancy...), which release describes")
+	fs.BoolVar(&allow.notALock, "not-a-lock", false, "with --force: delete KEY also if it holds a string that dlock did not take as a lock\n(a cached value, or a lock of another client)")
 	key, code, done := parseKeyAndFlags(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -368,7 +503,7 @@ next renews. It refuses to act without --force. On a Redlock quorum
 		return exitUsage
 	}
 	return f.do(ctx, stderr, false, func(ctx context.Context, t target) error {
-		return forceRelease(ctx, stdout, t.locker, key, f.asJSON)
+		return forceRelease(ctx, stdout, t.locker, key, allow, f.asJSON)
 	})
 }
 

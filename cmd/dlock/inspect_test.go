@@ -62,8 +62,12 @@ func TestStatus(t *testing.T) {
 	}
 
 	code, out, _ = runCLI(t, "status", "--redis", srv.URL(), "--json", "free")
-	if code != exitOK || !strings.Contains(out, `"held":false`) {
-		t.Errorf("status of a free key = %d, %q", code, out)
+	if code != 3 || !strings.Contains(out, `"held":false`) {
+		t.Errorf("status --json of a free key = %d, %q; want 3, as leader's for no leader", code, out)
+	}
+	code, out, _ = runCLI(t, "status", "--redis", srv.URL(), "free")
+	if code != 3 || !strings.Contains(out, "held:  no") {
+		t.Errorf("status of a free key = %d, %q; want 3", code, out)
 	}
 }
 
@@ -98,7 +102,7 @@ func TestStatusFairWaiters(t *testing.T) {
 	}
 	code, out, _ = runCLI(t, "list", "--redis", srv.URL())
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != exitOK || len(lines) != 2 ||
-		!strings.HasSuffix(lines[0], "WAITERS") || !strings.HasSuffix(lines[1], " 2") {
+		!strings.HasSuffix(lines[0], "WAITERS  WHAT") || !strings.HasSuffix(lines[1], " 2        -") {
 		t.Errorf("list with two fair waiters = %d, %q; want a WAITERS column that says 2", code, out)
 	}
 

@@ -14,14 +14,12 @@ import (
 	"github.com/dlock-go/dlock/election"
 )
 
-// exitNoLeader is the exit status of dlock leader when the seat is empty.
-const exitNoLeader = 3
-
 const leaderAbout = `leader prints who leads the election KEY (the one that "dlock elect --key
 KEY" and the Go package election campaign in): the value the leader
 campaigned with, and its term, a number larger than the term of every
-earlier leader. It exits 0 when the seat is taken, and 3 with "no leader"
-when it is empty.
+earlier leader, with the time it stands for: the server's time when the
+leader took the seat. It exits 0 when the seat is taken, and 3 with "no
+leader" when it is empty, as dlock status does for a free lock.
 
 With --watch it prints the leader, then a line at each change ("no leader"
 when the seat empties) as Redis pushes it, until it is interrupted (SIGINT
@@ -30,9 +28,9 @@ line is the current leader; some of the burst may be skipped. --timeout
 bounds the connection only, and while Redis fails the watch tries again.
 
 A line reads
-  term 7: "host-a"
+  term 1795728702495975 (2026-11-26 22:51:42 UTC): "host-a"
 and with --json
-  {"leader":true,"value":"host-a","term":7}
+  {"leader":true,"value":"host-a","term":1795728702495975}
   {"leader":false}
 
 Exit status:
@@ -72,7 +70,7 @@ func runLeader(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return printLeader(stdout, l, f.asJSON)
 	})
 	if code == exitOK && !found {
-		return exitNoLeader
+		return exitNone
 	}
 	return code
 }
@@ -103,7 +101,7 @@ func printLeader(w io.Writer, l election.Leader, asJSON bool) error {
 	if l.Term == 0 {
 		_, err = fmt.Fprintln(w, "no leader")
 	} else {
-		_, err = fmt.Fprintf(w, "term %d: %s\n", l.Term, strconv.Quote(l.Value))
+		_, err = fmt.Fprintf(w, "term %s: %s\n", withTime(l.Term), strconv.Quote(l.Value))
 	}
 	return err
 }

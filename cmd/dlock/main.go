@@ -15,12 +15,14 @@
 //	        election, run it while leading, stop it on a loss, campaign again
 //	leader  show who leads an election (dlock elect, package election) and
 //	        its term; with --watch, each change until interrupted
-//	status  show a lock: held or not, ttl, fence, the start of its token,
-//	        the number of waiters
-//	list    list the held locks, optionally those matching a pattern (SCAN)
+//	status  show a lock: held or not, ttl, fence, its holder's name and
+//	        fingerprint, the number of waiters
+//	list    list the held locks, optionally those matching a pattern (SCAN),
+//	        without the records of packages unless --all
 //	top     watch the held locks, redrawn in place: holder, held for, ttl,
 //	        fence, waiters, acquisitions per second; sorted by a key
-//	release delete a lock whoever holds it; refuses without --force
+//	release delete a lock whoever holds it; refuses without --force, and
+//	        refuses a package's record or a value that is no lock
 //	check   warn about Redis settings that weaken locks (eviction, no AOF)
 //	demo    run the cases this project started from (a cron job on two hosts,
 //	        a double-clicked pay button, a flash sale, a lock that expires
@@ -34,13 +36,13 @@
 // commands go on while a majority of them answer.
 //
 // Run "dlock <command> --help" for a command's flags and exit statuses.
-// A usage error exits with 64 (EX_USAGE). The run command exits with its
-// command's own status when that ran, 75 (EX_TEMPFAIL) when another holder
-// had the lock, 76 when the lock was lost while the command ran, 79 when
-// --once-per found its slot done or taken, and 69
-// (EX_UNAVAILABLE) when Redis could not be reached or failed, for every
-// command; on a quorum, when fewer than a majority of its servers answered.
-// The demo exits with 1 when an invariant broke.
+// dlock --help shows the table of exit statuses of every verb, and so does
+// the README: 0 done, 1 a check or the demo failed, 3 nothing there (a free
+// lock for status, no leader for leader), 64 a usage error (EX_USAGE), 69
+// Redis unavailable (EX_UNAVAILABLE), 75 the lock taken by another holder
+// (EX_TEMPFAIL), 76 the lock lost before the command ended, 79 the --once-per
+// slot done or taken, 126 and 127 a command that could not start, 128+N a
+// signal, and otherwise the status of the command that run or elect ran.
 //
 // The command line is parsed with the standard library's flag package, one
 // FlagSet per command: a handful of verbs with a few flags each need no
@@ -50,21 +52,26 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 
 	"github.com/redis/go-redis/v9/logging"
 )
 
 func main() {
-	quietRedis()
+	quietLogs()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// quietRedis stops go-redis from logging on stderr, which it does for each
-// failed dial of its connection pools: with a node of a Redlock quorum down,
-// several lines a second, in the mail cron sends. dlock says itself what
-// failed, in its errors, and with -v in the library's log, which names the
-// node of each failure. It sets go-redis's logger, which is the process's.
-func quietRedis() {
+// quietLogs stops go-redis and the dlock library from logging on stderr.
+// go-redis logs each failed dial of its connection pools: with a node of a
+// Redlock quorum down, several lines a second, in the mail cron sends. The
+// library logs to slog.Default() what it cannot return to its caller (a
+// lock lost, a release that failed in the background). dlock says itself
+// what failed, in its errors, and with -v passes on the library's log,
+// which names the node of each failure. It sets the loggers of the
+// process, which are dlock's alone.
+func quietLogs() {
 	logging.Disable()
+	slog.SetDefault(slog.New(slog.DiscardHandler))
 }

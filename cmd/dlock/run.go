@@ -32,6 +32,12 @@ on to COMMAND's process group (so COMMAND cannot read from a terminal), and
 dlock waits for COMMAND to exit. Then, however COMMAND ended, dlock releases
 the lock, or with --min-hold keeps it until that long after it was obtained.
 
+If dlock itself dies (SIGKILL, the OOM killer), COMMAND gets SIGKILL from
+the kernel on Linux and FreeBSD (the parent-death signal), so that it does
+not run on without the lock; processes COMMAND started in the background
+are not killed with it. On macOS and other systems COMMAND runs on until it
+ends by itself.
+
 Give a quick job --min-hold: released at once, the lock would be free when
 a host whose clock is a little behind fires the same cron entry, and the job
 would run twice. In a crontab:
@@ -84,7 +90,9 @@ Exit status:
              127 if it was not found, 126 if it could not be started
   75         the lock was not obtained: another holder has it, or earlier --fair
              waiters go first (--conflict-exit-code)
-  76         the lock was lost while COMMAND ran, and COMMAND was terminated
+  76         the lock was lost before COMMAND ended: COMMAND was terminated, or it
+             ended first (dlock found the lock gone when releasing it, or keeping it
+             for --min-hold) and may have run beside another holder
   79         --once-per: the slot is done already, running on another host, or
              failed there; COMMAND did not run (--conflict-exit-code changes it)
   64         usage error: a bad flag, no --key, no -- before COMMAND, a bad URL,
@@ -267,6 +275,7 @@ type runner struct {
 	stdout, stderr io.Writer // stderr is safe for concurrent use
 	tty            bool      // stderr is a terminal
 	leaseDesc      string    // what the command runs under, for messages; "" for the lock on the key
+	verb           string    // the verb that runs the command, for the holder's name: "run" or "elect"; "" for run
 }
 
 // run obtains the lock, runs the command and releases the lock, and returns
@@ -295,7 +304,7 @@ func (r *runner) run(ctx context.Context) int {
 	switch {
 	case sig != nil:
 		if lock != nil {
-			r.release(ctx, lock)
+			r.release(ctx, lock, -1)
 		}
 		r.inform("got %s before %s started; not running it", signalName(sig), r.commandLine())
 		return signalStatus(sig)

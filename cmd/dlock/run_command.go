@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,7 +48,7 @@ func (r *runner) runLocked(ctx context.Context, h held, sigs <-chan os.Signal) i
 	c, err := r.start(lockEnv(h.lock))
 	if err != nil {
 		r.errorf("cannot run %s: %v", r.commandLine(), err)
-		r.release(ctx, h.lock)
+		r.release(ctx, h.lock, -1)
 		return startFailedStatus(err)
 	}
 	status, lost := r.supervise(c, h.lock, sigs)
@@ -55,10 +56,13 @@ func (r *runner) runLocked(ctx context.Context, h held, sigs <-chan os.Signal) i
 	case lost:
 		return exitLockLost // the lock is not ours: nothing to release
 	case h.lock.Err() != nil: // lost as the command exited
-		r.errorf("lost the lock on %q before %s ended: %s", r.key, r.commandLine(), lostReason(h.lock.Err()))
-		return status
+		r.errorf("lost the lock on %q before %s ended (it exited with status %d): %s",
+			r.key, r.commandLine(), status, lostReason(h.lock.Err()))
+		return exitLockLost
 	}
-	r.releaseOrHold(ctx, h)
+	if lost := r.releaseOrHold(ctx, h, status); lost {
+		return exitLockLost
+	}
 	return status
 }
 
@@ -82,22 +86,49 @@ func lockEnv(lock *dlock.Lock) []string {
 }
 
 // start starts the command in a process group of its own, with env added
-// to dlock's environment, and dlock's standard streams.
+// to dlock's environment, and dlock's standard streams. Where the system
+// can (Linux, FreeBSD), the command is killed when dlock dies, however it
+// dies (see tieToParent).
 func (r *runner) start(env []string) (*child, error) {
 	cmd := exec.Command(r.command[0], r.command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdin, r.stdout, r.stderr
 	cmd.Env = append(os.Environ(), env...)
 	ownProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	tieToParent(cmd)
+	c := &child{exited: make(chan *os.ProcessState, 1)}
+	if err := startAndWait(cmd, c.exited); err != nil {
 		return nil, err
 	}
-	r.logf("started %s (pid %d)", r.commandLine(), cmd.Process.Pid)
-	c := &child{pid: cmd.Process.Pid, exited: make(chan *os.ProcessState, 1)}
-	go func() {
-		_ = cmd.Wait() // an exit status other than 0 is not an error here; the state tells
-		c.exited <- cmd.ProcessState
-	}()
+	c.pid = cmd.Process.Pid
+	r.logf("started %s (pid %d)", r.commandLine(), c.pid)
 	return c, nil
+}
+
+// startAndWait starts cmd, and once it has started waits for it in the
+// background: exited receives its state when it has exited.
+//
+// The goroutine that starts cmd keeps its OS thread to itself until cmd has
+// exited. On Linux the parent-death signal (tieToParent) is sent when the
+// thread that started the child ends, not the process: Go ends a thread
+// when a goroutine locked to it returns without unlocking it, so a thread
+// that went back to the runtime's pool could end under some later
+// goroutine, and kill cmd with dlock alive (go.dev/issue/27505). Locked to
+// this goroutine, which is blocked in cmd.Wait, the thread ends only with
+// dlock.
+func startAndWait(cmd *exec.Cmd, exited chan<- *os.ProcessState) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread() // cmd has exited: the thread may serve others
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait() // an exit status other than 0 is not an error here; the state tells
+		exited <- cmd.ProcessState
+	}()
+	return <-started
 }
 
 // signal sends sig to the command's process group.
@@ -170,23 +201,31 @@ func lostReason(err error) string {
 	return text
 }
 
-// releaseOrHold releases the lock after the command ended or, if it ended
-// within --min-hold of obtaining the lock, leaves it to expire when that is
-// over, so that a host whose cron fires a little later finds it taken.
-func (r *runner) releaseOrHold(ctx context.Context, h held) {
+// releaseOrHold releases the lock after the command ended with status or,
+// if it ended within --min-hold of obtaining the lock, leaves it to expire
+// when that is over, so that a host whose cron fires a little later finds
+// it taken. It reports whether it found the lock lost: deleted (dlock
+// release --force), or expired and taken by another, before the command
+// ended, so that the command may have run beside another holder.
+func (r *runner) releaseOrHold(ctx context.Context, h held, status int) (lost bool) {
 	until := h.obtained.Add(r.minHold)
 	if time.Until(until) <= time.Millisecond {
-		r.release(ctx, h.lock)
-		return
+		return r.release(ctx, h.lock, status)
 	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
-	if err := holdUntil(ctx, h, until); err != nil {
+	switch err := holdUntil(ctx, h, until); {
+	case errors.Is(err, dlock.ErrNotHeld):
+		r.errorf("the lock on %q was lost before %s ended (it exited with status %d): %s",
+			r.key, r.commandLine(), status, errText(err))
+		return true
+	case err != nil:
 		r.errorf("could not keep the lock on %q for --min-hold %v: %s", r.key, r.minHold, errText(err))
-		return
+		return false
 	}
 	r.logf("keeping the lock on %q for %v more (--min-hold %v); it expires then",
 		r.key, time.Until(until).Round(time.Millisecond), r.minHold)
+	return false
 }
 
 // holdUntil leaves the lock to expire at until: the library stops renewing
@@ -196,18 +235,26 @@ func holdUntil(ctx context.Context, h held, until time.Time) error {
 	return h.lock.ReleaseAfter(ctx, time.Until(until))
 }
 
-// release releases the lock, and says so if it cannot.
-func (r *runner) release(ctx context.Context, lock *dlock.Lock) {
+// release releases the lock, and says so if it cannot. status is the
+// command's exit status, or -1 if it did not run. It reports whether the
+// lock was lost before the release.
+func (r *runner) release(ctx context.Context, lock *dlock.Lock, status int) (lost bool) {
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	switch err := lock.Release(ctx); {
+	case errors.Is(err, dlock.ErrNotHeld) && status >= 0:
+		r.errorf("the lock on %q was lost before %s ended (it exited with status %d): %s",
+			r.key, r.commandLine(), status, errText(err))
+		return true
 	case errors.Is(err, dlock.ErrNotHeld):
-		r.errorf("the lock on %q was lost before %s ended: %s", r.key, r.commandLine(), errText(err))
+		r.errorf("the lock on %q was lost before %s could start: %s", r.key, r.commandLine(), errText(err))
+		return true
 	case err != nil:
 		r.errorf("could not release the lock on %q: %s; it expires within %v", r.key, errText(err), r.ttl)
 	default:
 		r.logf("released the lock on %q", r.key)
 	}
+	return false
 }
 
 // exitStatus returns the exit status of a command as a shell gives it:

@@ -109,3 +109,36 @@ func TestRunGrace(t *testing.T) {
 		t.Errorf("stderr does not say the command was killed:\n%s", o.stderr)
 	}
 }
+
+// TestRunLockLostUnderQuickCommand deletes the lock (as dlock release
+// --force does) under a command that ends before the next renewal: dlock
+// finds the lock gone when it releases it, or keeps it for --min-hold,
+// says so, and exits with 76 although the command succeeded.
+func TestRunLockLostUnderQuickCommand(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	for _, extra := range [][]string{nil, {"--min-hold", "1m"}} {
+		t.Run(strings.Join(append([]string{"flags"}, extra...), " "), func(t *testing.T) {
+			t.Parallel()
+			key := "quick" + strings.Join(extra, "")
+			dir := t.TempDir()
+			ready, proceed := filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+			args := append([]string{"run", "--key", key, "--redis", srv.URL()}, extra...)
+			args = append(args, "--", "sh", "-c", `touch "$1"; while [ ! -e "$2" ]; do sleep 0.02; done`, "sh", ready, proceed)
+			p := startDlock(t, nil, args...)
+			waitUntil(t, "the command to start", func() bool { return exists(ready) })
+			if code, _, stderr := runCLI(t, "release", "--force", "--redis", srv.URL(), key); code != 0 {
+				t.Fatalf("release --force = %d: %s", code, stderr)
+			}
+			if err := os.WriteFile(proceed, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			o := p.wait(t)
+			checkCode(t, o, 76)
+			if want := fmt.Sprintf("dlock: the lock on %q was lost before", key); !strings.HasPrefix(o.stderr, want) ||
+				!strings.Contains(o.stderr, "(it exited with status 0)") {
+				t.Errorf("stderr = %q, want %q... (it exited with status 0)", o.stderr, want)
+			}
+		})
+	}
+}

@@ -31,19 +31,19 @@ func (r *runner) obtain(ctx context.Context, locker *dlock.Client) (*dlock.Lock,
 	}
 	switch {
 	case err == nil && waited:
-		r.logf("obtained the lock on %q after waiting %v (fence %d, ttl %v, renewed every %v, holder %s)",
-			r.key, time.Since(start).Round(time.Millisecond), lock.Fence(), r.ttl, r.ttl/3, lock.Fingerprint())
+		r.logf("obtained the lock on %q after waiting %v (fence %s, ttl %v, renewed every %v, holder %s)",
+			r.key, time.Since(start).Round(time.Millisecond), withTime(lock.Fence()), r.ttl, r.ttl/3, lock.Fingerprint())
 		return lock, exitOK
 	case err == nil:
-		r.logf("obtained the lock on %q (fence %d, ttl %v, renewed every %v, holder %s)", r.key, lock.Fence(), r.ttl, r.ttl/3, lock.Fingerprint())
+		r.logf("obtained the lock on %q (fence %s, ttl %v, renewed every %v, holder %s)", r.key, withTime(lock.Fence()), r.ttl, r.ttl/3, lock.Fingerprint())
 		return lock, exitOK
 	case ctx.Err() != nil:
 		return nil, exitFail // interrupted
 	case errors.Is(err, dlock.ErrNotObtained) && waited:
-		r.inform("waited %v, and the lock on %q is still %s; not running %s", r.wait, r.key, r.busy(), r.commandLine())
+		r.inform("waited %v, and the lock on %q is still %s; not running %s", r.wait, r.key, r.busyNow(ctx, locker), r.commandLine())
 		return nil, r.conflictCode
 	case errors.Is(err, dlock.ErrNotObtained):
-		r.inform("the lock on %q is %s; not running %s", r.key, r.busy(), r.commandLine())
+		r.inform("the lock on %q is %s; not running %s", r.key, r.busyNow(ctx, locker), r.commandLine())
 		return nil, r.conflictCode
 	case errors.Is(err, dlock.ErrWrongType):
 		r.errorf("the key %q holds another type of Redis value, or another kind of lock than %s; give --key another name", r.key, r.kindName())
@@ -68,15 +68,46 @@ func (r *runner) obtainOptions() []dlock.ObtainOption {
 
 // busy says why the lock was not obtained, for messages.
 func (r *runner) busy() string {
+	return r.busyBy("another holder")
+}
+
+// busyBy is busy, naming the holder who.
+func (r *runner) busyBy(who string) string {
 	switch {
 	case r.limit > 0 && r.fair:
 		return fmt.Sprintf("at its limit of %d holders, or earlier --fair waiters go first", r.limit)
 	case r.limit > 0:
 		return fmt.Sprintf("at its limit of %d holders", r.limit)
 	case r.fair:
-		return "held by another holder, or earlier --fair waiters go first"
+		return "held by " + who + ", or earlier --fair waiters go first"
 	}
-	return "held by another holder"
+	return "held by " + who
+}
+
+// busyNow is busy, naming the holder as Redis shows it now, if it can
+// tell within a moment.
+func (r *runner) busyNow(ctx context.Context, locker *dlock.Client) string {
+	if ctx.Err() != nil || r.limit > 0 {
+		return r.busy()
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	info, err := locker.Inspect(ctx, r.key)
+	if err != nil || !info.Held {
+		return r.busy()
+	}
+	return r.busyBy(describeHolder(info))
+}
+
+// describeHolder names the holder of a lock, for messages: by its name and
+// fingerprint, as status and list show it, and for how long it has held
+// the lock if that is known.
+func describeHolder(info dlock.LockInfo) string {
+	who := whoHolds(info)
+	if !info.Since.IsZero() {
+		who += " for " + time.Since(info.Since).Round(time.Second).String()
+	}
+	return who
 }
 
 // waitFor waits for the lock until deadline. On a terminal it shows how long
@@ -128,9 +159,9 @@ func showWait(ctx context.Context, locker *dlock.Client, key string, deadline ti
 		width := 0
 		for {
 			inspectCtx, cancel := context.WithTimeout(ctx, waitRedraw)
-			holder, err := holderTTL(inspectCtx, locker, key)
+			who, holder, err := holderTTL(inspectCtx, locker, key)
 			cancel()
-			line := waitLine(key, holder, err, time.Until(deadline))
+			line := waitLine(key, who, holder, err, time.Until(deadline))
 			width = max(width, utf8.RuneCountInString(line))
 			fmt.Fprintf(w, "\r%-*s", width, line)
 			select {
@@ -147,22 +178,39 @@ func showWait(ctx context.Context, locker *dlock.Client, key string, deadline ti
 	}
 }
 
-// holderTTL returns what is left of the lock on key, as a PTTL would: -2
-// when it is not held, -1 when it does not expire.
-func holderTTL(ctx context.Context, locker *dlock.Client, key string) (time.Duration, error) {
+// holderTTL returns who holds the lock on key (a name, or "" when it
+// cannot tell), and what is left of it, as a PTTL would: -2 when it is not
+// held, -1 when it does not expire.
+func holderTTL(ctx context.Context, locker *dlock.Client, key string) (string, time.Duration, error) {
 	info, err := locker.Inspect(ctx, key)
 	switch {
 	case err != nil:
-		return 0, err
+		return "", 0, err
 	case !info.Held:
-		return -2, nil
+		return "", -2, nil
+	case info.Holders != nil: // a semaphore's or an RW lock's: several
+		return "", info.TTL, nil
 	}
-	return info.TTL, nil
+	return whoHolds(info), info.TTL, nil
 }
 
-// waitLine is the line showWait draws: holder is the PTTL of the key, or
-// its error; left is what remains of the wait.
-func waitLine(key string, holder time.Duration, err error, left time.Duration) string {
+// whoHolds names the holder of a lock by its name and fingerprint, as
+// status and list show it; one without a name (taken by another client) as
+// another holder, with its fingerprint.
+func whoHolds(info dlock.LockInfo) string {
+	if info.HolderName == "" {
+		return "another holder [" + info.Fingerprint + "]"
+	}
+	return holderName(info.HolderName, info.Fingerprint)
+}
+
+// waitLine is the line showWait draws: who holds the lock ("" for another
+// holder), holder is the PTTL of the key, or err its error; left is what
+// remains of the wait.
+func waitLine(key, who string, holder time.Duration, err error, left time.Duration) string {
+	if who == "" {
+		who = "another holder"
+	}
 	var held string
 	switch {
 	case err != nil:
@@ -170,9 +218,9 @@ func waitLine(key string, holder time.Duration, err error, left time.Duration) s
 	case holder == -2: // the key is gone: the lock is ours in a moment, or a rival's
 		held = "free now"
 	case holder < 0:
-		held = "held by another holder with no expiry"
+		held = "held by " + who + " with no expiry"
 	default:
-		held = "held by another holder for " + seconds(holder) + " more"
+		held = "held by " + who + " for " + seconds(holder) + " more"
 	}
 	return fmt.Sprintf("dlock: waiting for the lock on %q, %s; giving up in %s", key, held, seconds(left))
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -34,7 +35,7 @@ func (r *runner) connect(ctx context.Context) (locker *dlock.Client, disconnect 
 	for _, d := range down {
 		r.inform("%s", downWarning(d, len(rdbs), len(down)))
 	}
-	var opts []dlock.Option
+	opts := []dlock.Option{dlock.WithHolderName(r.holderName())}
 	if r.verbose {
 		opts = append(opts, dlock.WithLogger(slog.New(&lineHandler{w: r.stderr})))
 	}
@@ -47,6 +48,26 @@ func (r *runner) connect(ctx context.Context) (locker *dlock.Client, disconnect 
 		locker.Close() // before closeAll: it waits for calls given up on
 		closeAll(rdbs)
 	}, exitOK, nil
+}
+
+// holderName is the name of dlock's holdings (dlock.WithHolderName), which
+// status, list and other dlock runs show: the host, dlock's pid and what
+// it runs, as in "host-b pid 4121 (report via dlock run)".
+func (r *runner) holderName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	verb := "run"
+	if r.verb != "" {
+		verb = r.verb
+	}
+	program := filepath.Base(r.command[0])
+	if len(program) > 64 {
+		program = program[:61] + "..."
+	}
+	name := fmt.Sprintf("%s pid %d (%s via dlock %s)", host, os.Getpid(), program, verb)
+	return name[:min(len(name), dlock.MaxHolderNameLen)] // a host name may be long
 }
 
 // catchSignals returns a channel that receives the SIGINT, SIGTERM and

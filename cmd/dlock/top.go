@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,7 +46,8 @@ dlock top sees the locks at each refresh, not in between, so:
     lock taken and released in between.
   - a lock held for less than an interval may not show at all.
 
-It finds the locks as dlock list does, with SCAN (see dlock list --help).
+It finds the locks as dlock list does, with SCAN (see dlock list --help),
+and leaves out the records of packages unless --all.
 A refresh that fails is shown (on stderr when the output is not a
 terminal) and tried again at the next interval. Exits 0 when quit,
 interrupted, or done with --count; 69 when Redis cannot be reached at the
@@ -76,6 +78,7 @@ func runTop(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.IntVar(&cfg.limit, "limit", 0, "show `N` locks at most (default: all, or on a terminal all that fit)")
 	fs.IntVar(&cfg.count, "count", 0, "exit after `N` refreshes (default: run until quit or interrupted)")
 	sortBy := fs.String("sort", "key", "sort by `COLUMN` at first: key, ttl, waiters, acq/s or held")
+	all := fs.Bool("all", false, "show the records of packages too (jobs' done records, elections' vacancies...), as dlock list --all")
 	if code, done := parseFlags(fs, args, 0, stdout, stderr); done {
 		return code
 	}
@@ -92,7 +95,11 @@ func runTop(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		scan := func(ctx context.Context) ([]dlock.LockInfo, error) {
 			ctx, cancel := context.WithTimeout(ctx, f.timeout)
 			defer cancel()
-			return scanLocks(ctx, t, cfg.pattern)
+			locks, err := scanLocks(ctx, t, cfg.pattern)
+			if *all || err != nil {
+				return locks, err
+			}
+			return slices.DeleteFunc(locks, func(info dlock.LockInfo) bool { return roleOf(info.Key).record }), nil
 		}
 		if out, ok := terminalOf(stdout); ok {
 			return watchOnScreen(ctx, cfg, scan, stdin, out)
