@@ -20,7 +20,7 @@ import (
 	"github.com/dlock-go/dlock/redistest"
 )
 
-// The README shows this test as the way to test code that uses dlock.
+// docs/packages.md shows this test as the way to test code that uses dlock.
 func TestNightlyReportGivesUpWhenRedisHangs(t *testing.T) {
 	srv := redistest.NewServer(t)
 	locker := dlock.New(srv.Client())
