@@ -120,8 +120,9 @@ func TestObtainAfterHolderExpires(t *testing.T) {
 	}
 }
 
-// The seeds' bug: a holder whose lock expired finishes its work and deletes
-// the key, which by then is the next holder's lock.
+// The classic bug of hand-written locks: a holder whose lock expired
+// finishes its work and deletes the key, which by then is the next holder's
+// lock. Here the old holder's release must touch nothing.
 func TestExpiredHolderCannotTouchNextHolder(t *testing.T) {
 	t.Parallel()
 	e := setup(t)

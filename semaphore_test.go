@@ -478,7 +478,7 @@ func TestSharedHoldsOnCluster(t *testing.T) {
 	}
 }
 
-// The README's code runs: exports through the semaphore, reads and a
+// The code of docs/locks.md runs: exports through the semaphore, reads and a
 // write through the RW lock.
 func TestSharedReadmeCode(t *testing.T) {
 	t.Parallel()
