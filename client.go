@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/door"
 	"github.com/dlock-go/dlock/internal/owner"
 	"github.com/dlock-go/dlock/internal/redisclient"
 	"github.com/dlock-go/dlock/internal/renew"
@@ -252,7 +253,7 @@ func (c *Client) try(ctx context.Context, a attempt, cfg obtainConfig) (lock *Lo
 	case wrongType:
 		return nil, r, a.kind.wrongTypeError(key)
 	case guarded:
-		return nil, r, &GuardError{Key: a.keys[len(a.keys)-1], Value: r.token}
+		return nil, r, &door.GuardError{Key: a.keys[len(a.keys)-1], Value: r.token}
 	case limitMismatch:
 		return nil, r, fmt.Errorf("%w: %s: its permits were taken with a limit of %d, not %v", ErrLimitMismatch, quoteKey(key), r.value, a.limit)
 	}
@@ -302,10 +303,6 @@ func replyLost(err error) bool {
 	}
 	return true
 }
-
-// Logger returns the logger the Client reports to (WithLogger), so that
-// code built on the Client reports to the same place.
-func (c *Client) Logger() *slog.Logger { return c.logger }
 
 // releaseInBackground runs releaseLate in a goroutine the Client tracks.
 func (c *Client) releaseInBackground(acquire attempt) {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/door"
 )
 
 // Election is one seat, named by its name, that candidates of every process
@@ -37,7 +38,7 @@ type Leader struct {
 func New(locker *dlock.Client, name string, opts ...Option) *Election {
 	e := &Election{locker: locker, name: name, cfg: config{ttl: DefaultTTL, logger: slog.Default()}}
 	if locker != nil {
-		e.cfg.logger = locker.Logger()
+		e.cfg.logger = door.Logger(locker)
 	}
 	for _, opt := range opts {
 		if opt == nil {
