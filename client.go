@@ -112,9 +112,6 @@ func (c *Client) usable() error {
 // millisecond; Redis counts it in whole milliseconds, rounding down.
 func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
 	cfg, err := c.check(key, ttl, opts)
-	if err == nil && cfg.minHold > 0 {
-		err = errMinHoldOutsideDo
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +119,8 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 }
 
 // acquire obtains a hold of kind on the name keys[0], for every kind and
-// every entry point: waiting as Obtain does if wait (and not WithoutWait),
+// every entry point: waiting as Obtain does if wait (and not a Do with
+// WithoutWait),
 // else in one attempt as TryObtain. limit is a semaphore's, boxed.
 func (c *Client) acquire(ctx context.Context, kind *holdKind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, error) {
 	if c.obs != nil {
@@ -142,8 +140,6 @@ func (c *Client) acquireSeen(ctx context.Context, kind *holdKind, keys []string,
 	lock, err := w.obtain(ctx)
 	return lock, w.seen, err
 }
-
-var errMinHoldOutsideDo = fmt.Errorf("%w: WithMinHold is for Client.Do; a Lock from Obtain or TryObtain keeps itself with ReleaseAfter", ErrInvalidOption)
 
 // Obtain obtains the lock named key for ttl, waiting while another holder
 // has it, until ctx is done. Like sync.Mutex.Lock, but with a context.
@@ -167,7 +163,7 @@ var errMinHoldOutsideDo = fmt.Errorf("%w: WithMinHold is for Client.Do; a Lock f
 // release without telling, such as a plain DEL from another library; while
 // it listens, those delays are at least 25ms. In the queue, only its first
 // waiter keeps to the Backoff; the others try every 2s, to keep their
-// place. WithoutWait makes Obtain one attempt, as TryObtain.
+// place. TryObtain makes one attempt instead.
 //
 // When ctx ends while another holder has the lock, the error matches both
 // ErrNotObtained and the context's error (context.DeadlineExceeded or
@@ -177,9 +173,6 @@ var errMinHoldOutsideDo = fmt.Errorf("%w: WithMinHold is for Client.Do; a Lock f
 // does Close: a waiting Obtain returns ErrClosed, after leaving the queue.
 func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
 	cfg, err := c.check(key, ttl, opts)
-	if err == nil && cfg.minHold > 0 {
-		err = errMinHoldOutsideDo
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -96,8 +96,18 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// ObtainOption configures one call of Obtain or TryObtain.
+// ObtainOption configures one call of Obtain or TryObtain, of the acquire
+// methods of Semaphore and RWMutex, or of a Do method (it is a DoOption too).
 type ObtainOption func(*obtainConfig)
+
+// applyDo makes every ObtainOption a DoOption.
+func (o ObtainOption) applyDo(c *obtainConfig) {
+	if o == nil {
+		c.err = fmt.Errorf("%w: nil ObtainOption", ErrInvalidOption)
+		return
+	}
+	o(c)
+}
 
 type obtainConfig struct {
 	backoff   Backoff
@@ -143,32 +153,6 @@ func WithBackoff(b Backoff) ObtainOption {
 			}
 		}
 		c.backoff = b
-	}
-}
-
-// WithoutWait makes Obtain, and Client.Do, make one attempt, as TryObtain
-// does: when another holder has the lock, the error wraps ErrNotObtained at
-// once. The default is to wait.
-func WithoutWait() ObtainOption {
-	return func(c *obtainConfig) { c.noWait = true }
-}
-
-// WithMinHold makes Client.Do keep the lock until d after it was obtained,
-// however soon its function returns (with an error, or by a panic, too):
-// instead of releasing it, Do then stops renewing it and lets it expire at
-// that time (Lock.ReleaseAfter). A job that every host starts at about the
-// same time, from cron, runs once even if a host's clock is late by less
-// than d, while a lock released when a fast job ends would be free for
-// that host to run the job again. Only Do takes it; Obtain and TryObtain
-// return ErrInvalidOption. d must not be negative; the default is 0: Do
-// releases the lock when its function returns.
-func WithMinHold(d time.Duration) ObtainOption {
-	return func(c *obtainConfig) {
-		if d < 0 {
-			c.err = fmt.Errorf("%w: WithMinHold(%v) needs a duration of 0 or more", ErrInvalidOption, d)
-			return
-		}
-		c.minHold = d
 	}
 }
 
