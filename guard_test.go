@@ -11,6 +11,7 @@ import (
 	"github.com/dlock-go/dlock/internal/door"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
+	"github.com/dlock-go/dlock/observe"
 )
 
 func TestGuard(t *testing.T) {
@@ -44,8 +45,8 @@ func TestGuard(t *testing.T) {
 		t.Errorf("Do with the guard stored = %v, want ErrGuarded", err)
 	}
 	var ended atomic.Int64
-	observed := lockenv.Locker(t, e.rdb, dlock.WithObserver(dlock.ObserverFunc(func(e dlock.Event) {
-		if e.Type == dlock.EventRelease && e.Ended {
+	observed := lockenv.Locker(t, e.rdb, dlock.WithObserver(observe.ObserverFunc(func(e observe.Event) {
+		if e.Type == observe.EventRelease && e.Ended {
 			ended.Add(1)
 		}
 	})))

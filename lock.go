@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlock-go/dlock/internal/renew"
 	"github.com/dlock-go/dlock/internal/round"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Lock is a lock obtained from a Client. It is safe for concurrent use.
@@ -140,7 +141,7 @@ func (l *Lock) Release(ctx context.Context) error {
 // lost if it found the lock gone.
 func (l *Lock) release(ctx context.Context, o op, released error) (err error) {
 	if l.obs != nil {
-		ctx = l.startCall(ctx, EventRelease)
+		ctx = l.startCall(ctx, observe.EventRelease)
 		defer l.observeRelease(ctx, time.Now(), &err)
 	}
 	if err := l.check("release"); err != nil {
@@ -207,7 +208,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) (err error) {
 		return err
 	}
 	if l.obs != nil {
-		ctx = l.startCall(ctx, EventRefresh)
+		ctx = l.startCall(ctx, observe.EventRefresh)
 		defer l.observeRefresh(ctx, time.Now(), &err)
 	}
 	if err := l.check("refresh"); err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Option configures a Client. Pass options to New.
@@ -14,7 +16,7 @@ type clientConfig struct {
 	logger      *slog.Logger
 	nodeTimeout time.Duration
 	ack         replicaAck
-	observers   []Observer // WithObserver
+	observers   []observe.Observer // WithObserver
 	err         error
 }
 
@@ -163,10 +165,10 @@ func WithBackoff(b Backoff) ObtainOption {
 // expires or is released; but it guards no work, and its end is no loss:
 //
 //   - When its validity (Lock.Until) runs out, it ends as released: Done
-//     closes and Err wraps ErrReleased. An Observer is told so by an
-//     EventRelease with Ended set and no Context, and never an EventLost
-//     for running out.
-//   - Every Event of the hold has Record set, so that metrics keep records
+//     closes and Err wraps ErrReleased. An observer is told so by an
+//     observe.EventRelease with Ended set and no Context, and never an
+//     observe.EventLost for running out.
+//   - Every observe.Event of the hold has Record set, so that metrics keep records
 //     apart from locks: the Prometheus and OpenTelemetry modules count
 //     them under metrics of their own, neither as held nor as lost locks.
 //   - An obtain whose outcome is unknown (ErrOutcomeUnknown: Redis did not
