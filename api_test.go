@@ -21,6 +21,9 @@ import (
 func TestExportedNames(t *testing.T) {
 	want := readNames(t, "testdata/api.txt")
 	got := exportedNames(t, ".")
+	if dup := duplicates(want); len(dup) > 0 {
+		t.Errorf("testdata/api.txt lists %v more than once", dup)
+	}
 	for _, n := range got {
 		if !slices.Contains(want, n) {
 			t.Errorf("%s is exported but not in testdata/api.txt", n)
@@ -31,7 +34,14 @@ func TestExportedNames(t *testing.T) {
 			t.Errorf("%s is in testdata/api.txt but not exported", n)
 		}
 	}
+	if len(got) > maxExported {
+		t.Errorf("the root exports %d names, over %d", len(got), maxExported)
+	}
 }
+
+// maxExported bounds the root's surface: what a user calls. redislock
+// exports about 23 names, redsync 42, etcd's concurrency package 30.
+const maxExported = 90
 
 // exportedNames returns the sorted exported names of the package in dir,
 // as go doc shows them, without its tests.
@@ -97,4 +107,17 @@ func readNames(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return names
+}
+
+// duplicates returns the names listed more than once.
+func duplicates(names []string) []string {
+	seen := map[string]bool{}
+	var dup []string
+	for _, n := range names {
+		if seen[n] {
+			dup = append(dup, n)
+		}
+		seen[n] = true
+	}
+	return dup
 }

@@ -154,7 +154,7 @@ func (c *Client) acquireSeen(ctx context.Context, kind *holdKind, keys []string,
 // waiter that was woken and beaten to it gets the lock handed over at the
 // next release, so no waiter loses every time. A waiter that dies holds the
 // others up little: if its Client's connection is gone the release passes
-// it over, and otherwise its place lapses FairLease after it was woken (or
+// it over, and otherwise its place lapses 2s after it was woken (or
 // 6s after it last tried). On a Redlock there is no queue, and
 // a release wakes every waiter.
 //

@@ -96,7 +96,9 @@ func (l *Lock) Fence() int64 {
 
 // Until returns a conservative deadline of the lock: the time the last
 // successful acquire or refresh was sent, plus its ttl, less a drift margin
-// (see DriftFactor). Work that must be protected by the lock should be done
+// of one percent of the ttl plus two milliseconds, as in the Redlock
+// algorithm: it covers clock drift between the client and Redis and the
+// time Redis takes to act. Work that must be protected by the lock should be done
 // before it. For a ttl of a few milliseconds it can already be past.
 func (l *Lock) Until() time.Time {
 	return l.client.epoch.Add(time.Duration(l.until.Load()))

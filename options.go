@@ -27,7 +27,7 @@ type replicaAck struct {
 }
 
 func newClientConfig(opts []Option) (clientConfig, error) {
-	cfg := clientConfig{logger: slog.Default(), nodeTimeout: DefaultNodeTimeout, holderName: DefaultHolderName()}
+	cfg := clientConfig{logger: slog.Default(), nodeTimeout: DefaultNodeTimeout, holderName: defaultHolderName()}
 	for _, opt := range opts {
 		if opt == nil {
 			return cfg, fmt.Errorf("%w: nil Option", ErrInvalidOption)
@@ -196,18 +196,18 @@ var errRecordInDo = fmt.Errorf("%w: AsRecord is for Obtain, TryObtain and the Ac
 // one round trip later, once it listens for release messages.
 //
 // A release hands the lock over to the first waiter directly, in the same
-// script, for the waiter's ttl but at most FairLease; a waiter whose ttl is
-// no longer than FairLease then holds the lock without another round trip,
+// script, for the waiter's ttl but at most 2s; a waiter whose ttl is
+// no longer than 2s then holds the lock without another round trip,
 // and one with a longer ttl extends it with one. The message that tells it
 // so goes to its Client alone, on a channel of the Client's own, so a busy
 // lock does not wake every waiting process on each handoff.
 //
-// A waiter keeps its place by renewing a lease of FairLease while it waits,
+// A waiter keeps its place by renewing a lease of 2s while it waits,
 // which Obtain does on its own. One that gives up (its context ends) leaves
 // the queue at once, passing the lock on if it was handed it. One that dies
 // loses its place when its lease runs out, or, if a release handed it the
-// lock first, holds that for at most FairLease: either way it holds up the
-// waiters behind it for at most about FairLease.
+// lock first, holds that for at most 2s: either way it holds up the
+// waiters behind it for at most about 2s.
 //
 // Fairness is among fair waiters. Obtain and TryObtain without WithFair
 // may take the lock while it is free between a release and the first
@@ -221,9 +221,9 @@ func WithFair() ObtainOption {
 	return func(c *obtainConfig) { c.fair = true }
 }
 
-// FairLease is how long a fair waiter keeps its place in the queue without
-// renewing it. Obtain renews it every FairLease/3 while it waits.
-const FairLease = 2 * time.Second
+// fairLease is how long a fair waiter keeps its place in the queue without
+// renewing it. Obtain renews it every fairLease/3 while it waits.
+const fairLease = 2 * time.Second
 
 // defaultBackoff is immutable and safe to share.
 var defaultBackoff = ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
@@ -259,13 +259,13 @@ func newObtainConfig(opts []ObtainOption) (obtainConfig, error) {
 
 // Validity of a lock, as in the Redlock algorithm: a lock obtained with ttl is
 // trusted until sent + ttl - drift, where sent is when the acquire was sent
-// and drift = ttl/DriftFactor + MinDrift covers clock drift between the
+// and drift = ttl/driftFactor + minDrift covers clock drift between the
 // client and Redis and the time Redis takes to act.
 const (
-	DriftFactor = 100                  // drift is one percent of the ttl ...
-	MinDrift    = 2 * time.Millisecond // ... plus two milliseconds
+	driftFactor = 100                  // drift is one percent of the ttl ...
+	minDrift    = 2 * time.Millisecond // ... plus two milliseconds
 )
 
 func drift(ttl time.Duration) time.Duration {
-	return ttl/DriftFactor + MinDrift
+	return ttl/driftFactor + minDrift
 }
