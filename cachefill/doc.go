@@ -2,7 +2,10 @@
 // single load across every process that shares the Redis, so a hot key
 // that expires does not send a stampede to the database.
 //
-//	cache := cachefill.New(rdb) // any go-redis client; one per process
+//	cache, err := cachefill.New(rdb) // any go-redis client; one per process
+//	if err != nil {
+//		return err // a nil rdb or an invalid option
+//	}
 //	defer cache.Close()
 //
 //	v, err := cache.Get(ctx, "user:42", time.Minute, func(ctx context.Context) ([]byte, error) {
