@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // as a real server does, and that its keys expire in real time.
 func TestLockOnEmbedded(t *testing.T) {
 	t.Parallel()
-	e, err := startEmbedded()
+	e, err := StartEmbedded()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestLockOnEmbedded(t *testing.T) {
 // closed when the test ends.
 func embeddedLocker(t *testing.T) (*redis.Client, *dlock.Client) {
 	t.Helper()
-	e, err := startEmbedded()
+	e, err := StartEmbedded()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const (
 	hotTTL       = time.Minute
 )
 
-func hotKeyMiss(ctx context.Context, d *demo) result {
+func hotKeyMiss(ctx context.Context, d *env) result {
 	prefix := d.key("cache")
 	const key = "product:42"
 	defer d.cleanup(ctx, prefix+"{"+key+"}:value") // the entry's key (package cachefill's doc)

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func (s *fencedStore) write(fence int64) (accepted bool) {
 	return true
 }
 
-func expiredHolder(ctx context.Context, d *demo) result {
+func expiredHolder(ctx context.Context, d *env) result {
 	key := d.key("report:monthly")
 	a, err := d.locker.TryObtain(ctx, key, pauseTTL)
 	if err != nil {

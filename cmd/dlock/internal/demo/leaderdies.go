@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const (
 	leaderWait       = 10 * time.Second // how long the case waits for a leader, at most
 )
 
-func leaderDies(ctx context.Context, d *demo) result {
+func leaderDies(ctx context.Context, d *env) result {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	name := d.key("election:scheduler")

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -29,7 +29,7 @@ const (
 // clock.
 var cronFired = time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
 
-func cronOnTwoHosts(ctx context.Context, d *demo) result {
+func cronOnTwoHosts(ctx context.Context, d *env) result {
 	job := d.key("cron:nightly-report")
 	runsKey := job + ":runs"
 	defer d.cleanup(ctx, runsKey)
@@ -63,7 +63,7 @@ func cronOnTwoHosts(ctx context.Context, d *demo) result {
 // jobsHost is the crontab entry of host number host: it fires host times
 // cronSkew late, with a clock as late, and runs the job in the slot of its
 // clock.
-func (d *demo) jobsHost(ctx context.Context, job, runsKey string, host int) (jobs.Outcome, error) {
+func (d *env) jobsHost(ctx context.Context, job, runsKey string, host int) (jobs.Outcome, error) {
 	late := time.Duration(host) * cronSkew
 	if err := sleep(ctx, late); err != nil {
 		return 0, err
@@ -79,7 +79,7 @@ func (d *demo) jobsHost(ctx context.Context, job, runsKey string, host int) (job
 // cronReleasedEarly is the contrast: the same hosts, each taking a plain
 // lock on the slot and releasing it when the job is done. It checks
 // nothing: running twice is what it shows.
-func cronReleasedEarly(ctx context.Context, d *demo) result {
+func cronReleasedEarly(ctx context.Context, d *env) result {
 	lockKey := d.key("cron:nightly-report-released:%s", cronFired.Format(time.RFC3339))
 	runsKey := lockKey + ":runs"
 	defer d.cleanup(ctx, runsKey)
@@ -107,7 +107,7 @@ func cronReleasedEarly(ctx context.Context, d *demo) result {
 
 // cronHost is one host's crontab entry firing after delay, with the naive
 // lock: one attempt, released after the job.
-func (d *demo) cronHost(ctx context.Context, lockKey, runsKey string, delay time.Duration) error {
+func (d *env) cronHost(ctx context.Context, lockKey, runsKey string, delay time.Duration) error {
 	if err := sleep(ctx, delay); err != nil {
 		return err
 	}
