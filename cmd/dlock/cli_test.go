@@ -31,6 +31,7 @@ func TestUsage(t *testing.T) {
 		{name: "help demo", args: []string{"help", "demo"}, code: exitOK, stdout: "Usage: dlock demo", emptyOther: true},
 		{name: "version", args: []string{"--version"}, code: exitOK, stdout: "dlock ", emptyOther: true},
 		{name: "demo help", args: []string{"demo", "--help"}, code: exitOK, stdout: "-redis URL", emptyOther: true},
+		{name: "demo help duration", args: []string{"demo", "--help"}, code: exitOK, stdout: "It takes about 15 seconds", emptyOther: true},
 		{name: "demo help redlock", args: []string{"demo", "--help"}, code: exitOK, stdout: "always runs on five embedded nodes", emptyOther: true},
 		{name: "status help quorum", args: []string{"status", "--help"}, code: exitOK, stdout: "given 3 or 5 times, the independent servers of a Redlock quorum", emptyOther: true},
 		{name: "demo unknown flag", args: []string{"demo", "--frob"}, code: exitUsage, stderr: "flag provided but not defined: -frob"},

@@ -31,6 +31,10 @@ for service instances, and checks the invariant of each:
                       dying, renewed on the three left; when a third dies, its holder
                       is told it is lost, and nobody else can take it
 
+It takes about 15 seconds: the cases run one after the other, and the
+table shows each one's row as it ends, with the package of dlock that the
+case uses (dlock itself, idempotency, jobs, stock, cachefill, election).
+
 It uses an embedded in-process Redis unless --redis names a server. The
 redlock case always runs on five embedded nodes of its own, since it kills
 three of them; with --redis, only the other cases use that server. Keys

@@ -26,10 +26,16 @@ func checkDemoOK(t *testing.T, code int, stdout, stderr string) {
 			t.Errorf("output does not mention case %q", name)
 		}
 	}
+	for _, row := range []string{"double-click pay    idempotency  ", "cron on two hosts   jobs  ", "flash sale          stock  ",
+		"hot cache key       cachefill  ", "leader dies         election  "} {
+		if !strings.Contains(stdout, row) {
+			t.Errorf("output does not name the package of a case: no %q", row)
+		}
+	}
 	if n := strings.Count(stdout, "  ok: "); n != 11 {
 		t.Errorf("%d invariants reported ok, want 11", n)
 	}
-	if !strings.Contains(stdout, "redlock, 5 nodes    A's lock on 5 embedded nodes; ") {
+	if !strings.Contains(stdout, "redlock, 5 nodes    dlock        A's lock on 5 embedded nodes; ") {
 		t.Errorf("the redlock case does not say it runs on embedded nodes")
 	}
 	if !strings.Contains(stdout, "all invariants hold") || strings.Contains(stdout, "BROKEN") {

@@ -23,6 +23,7 @@ type env struct {
 // A scenario is one case of the demo: one row of its table.
 type scenario struct {
 	name string
+	pkg  string // the package of dlock that the case uses
 	run  func(ctx context.Context, d *env) result
 }
 
@@ -37,19 +38,19 @@ type result struct {
 // scenarios lists the cases in the order they run and are shown.
 func scenarios() []scenario {
 	return []scenario{
-		{"double-click pay", doubleClickPay},
-		{"cron on two hosts", cronOnTwoHosts},
-		{"  (released early)", cronReleasedEarly},
-		{"flash sale", flashSale},
-		{"hot cache key", hotKeyMiss},
-		{"expired holder", expiredHolder},
-		{"long job", longRenewedJob},
-		{"  (not renewed)", longUnrenewedJob},
-		{"lost lock", lostLock},
-		{"leader dies", leaderDies},
-		{"exports, 3 at once", limitedExports},
-		{"readers, a writer", readersAndWriter},
-		{"redlock, 5 nodes", redlockQuorum},
+		{"double-click pay", "idempotency", doubleClickPay},
+		{"cron on two hosts", "jobs", cronOnTwoHosts},
+		{"  (released early)", "dlock", cronReleasedEarly},
+		{"flash sale", "stock", flashSale},
+		{"hot cache key", "cachefill", hotKeyMiss},
+		{"expired holder", "dlock", expiredHolder},
+		{"long job", "dlock", longRenewedJob},
+		{"  (not renewed)", "dlock", longUnrenewedJob},
+		{"lost lock", "dlock", lostLock},
+		{"leader dies", "election", leaderDies},
+		{"exports, 3 at once", "dlock", limitedExports},
+		{"readers, a writer", "dlock", readersAndWriter},
+		{"redlock, 5 nodes", "dlock", redlockQuorum},
 	}
 }
 

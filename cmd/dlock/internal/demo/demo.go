@@ -7,21 +7,19 @@
 package demo
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/redis/go-redis/v9"
 )
 
-// Run runs every case on rdb, prints the table of what happened on stdout,
-// and reports whether every invariant held. When one broke, or a case could
+// Run runs every case on rdb, one after the other, prints on stdout the
+// table of what happened, a row as each case ends, and reports whether every invariant held. When one broke, or a case could
 // not run, it says which, and why, on stderr. Its keys start with
 // "dlock-demo:" and a random run id, and are deleted at the end or expire
 // within seconds.
@@ -32,22 +30,16 @@ func Run(ctx context.Context, rdb *redis.Client, stdout, stderr io.Writer) bool 
 	return d.runAll(ctx, scenarios(), stdout, stderr)
 }
 
-// runAll runs the cases, prints the table of what happened, and reports
-// whether every invariant held and every case ran.
+// runAll runs the cases, prints each one's row of the table as it ends,
+// and reports whether every invariant held and every case ran.
 func (d *env) runAll(ctx context.Context, cases []scenario, stdout, stderr io.Writer) bool {
 	start := time.Now()
-	var table bytes.Buffer
-	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tWHAT HAPPENED\tINVARIANT")
+	t := newTable(stdout, cases)
 	var broken []string
 	var errs []error
 	for _, c := range cases {
 		r := c.run(ctx, d)
-		lines := strings.Split(r.happened, "\n")
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.name, lines[0], r.invariant)
-		for _, line := range lines[1:] {
-			fmt.Fprintf(tw, "\t%s\t\n", line)
-		}
+		t.row(c, r)
 		name := strings.TrimSpace(c.name)
 		if r.err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, r.err))
@@ -55,10 +47,6 @@ func (d *env) runAll(ctx context.Context, cases []scenario, stdout, stderr io.Wr
 		if !r.ok || r.err != nil {
 			broken = append(broken, name)
 		}
-	}
-	tw.Flush()
-	for line := range strings.Lines(table.String()) {
-		fmt.Fprintln(stdout, strings.TrimRight(line, " \n")) // the padding of an empty last cell
 	}
 	elapsed := time.Since(start).Round(time.Millisecond)
 	if len(broken) == 0 {

@@ -17,11 +17,11 @@ import (
 // made-up cases: a broken invariant and a case that cannot run.
 func TestDemoReportsBrokenInvariant(t *testing.T) {
 	cases := []scenario{
-		{"fine", func(context.Context, *env) result { return verdict("all good", "fine", nil) }},
-		{"oversold", func(context.Context, *env) result {
+		{"fine", "dlock", func(context.Context, *env) result { return verdict("all good", "fine", nil) }},
+		{"oversold", "stock", func(context.Context, *env) result {
 			return verdict("1001 sold", "no oversell", []string{"1001 sold of 1000"})
 		}},
-		{"no redis", func(context.Context, *env) result { return failed(errors.New("connection refused")) }},
+		{"no redis", "jobs", func(context.Context, *env) result { return failed(errors.New("connection refused")) }},
 	}
 	var stdout, stderr bytes.Buffer
 	if (&env{}).runAll(t.Context(), cases, &stdout, &stderr) {
@@ -35,6 +35,53 @@ func TestDemoReportsBrokenInvariant(t *testing.T) {
 	for _, want := range []string{"no redis: connection refused", "broken or failed: oversold, no redis"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr does not contain %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+// TestDemoRowsAsCasesEnd checks that the table shows each case's row as
+// the case ends, before the next one starts, under the header, with the
+// package the case uses.
+func TestDemoRowsAsCasesEnd(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	var seen []string // what stdout held when each case started
+	run := func(happened string) func(context.Context, *env) result {
+		return func(context.Context, *env) result {
+			seen = append(seen, stdout.String())
+			return verdict(happened, "fine", nil)
+		}
+	}
+	cases := []scenario{
+		{"first", "idempotency", run("one line")},
+		{"  (second)", "jobs", run("two\nlines")},
+		{"third", "election", run("last")},
+	}
+	if !(&env{}).runAll(t.Context(), cases, &stdout, &stderr) {
+		t.Fatalf("runAll reported a broken invariant; stderr:\n%s", stderr.String())
+	}
+	header := "CASE        PACKAGE      WHAT HAPPENED"
+	rows := []string{
+		"first       idempotency  one line",
+		"  (second)  jobs         two",
+		"                         lines\n",
+		"third       election     last",
+	}
+	if !strings.HasPrefix(seen[0], header) || strings.Count(seen[0], "\n") != 1 {
+		t.Errorf("before the first case, stdout = %q, want the header alone", seen[0])
+	}
+	if !strings.Contains(seen[1], rows[0]) || strings.Contains(seen[1], "second") {
+		t.Errorf("before the second case, stdout = %q, want the first row alone", seen[1])
+	}
+	if !strings.Contains(seen[2], rows[1]) || !strings.Contains(seen[2], rows[2]) || strings.Contains(seen[2], "third") {
+		t.Errorf("before the third case, stdout = %q, want the second row", seen[2])
+	}
+	out := stdout.String()
+	if !strings.Contains(out, rows[3]) || !strings.Contains(out, "all invariants hold") {
+		t.Errorf("stdout = %q, want the third row and the verdict", out)
+	}
+	for line := range strings.Lines(out) {
+		if strings.HasSuffix(line, " \n") {
+			t.Errorf("line %q ends with spaces", line)
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/dlock-go/dlock/cachefill"
 )
 
-// The hot cache key that expires (seed 003): every request misses at once,
+// The hot cache key that expires: every request misses at once,
 // and without care every one of them queries the database. Package
 // cachefill lets one of them load it, across instances, and wakes the
 // others when its value is stored.

@@ -10,8 +10,8 @@ import (
 	"github.com/dlock-go/dlock/election"
 )
 
-// Three instances of a service of which one must lead (seed 003:
-// active/standby), each with its own dlock Client, keep a scheduler running
+// Three instances of a service of which one must lead
+// (active/standby), each with its own dlock Client, keep a scheduler running
 // with election.Lead. The leader dies: its Client is closed without a
 // resignation, as when its process is killed. Another instance takes over
 // when the dead leader's lease runs out, in a higher term, and two never

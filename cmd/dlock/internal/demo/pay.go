@@ -13,7 +13,7 @@ import (
 	"github.com/dlock-go/dlock/idempotency"
 )
 
-// The double-clicked pay button (seed 003): every click is a request to the
+// The double-clicked pay button: every click is a request to the
 // payment endpoint, with the Idempotency-Key the page made for this
 // payment, and only one of them may charge the customer. The endpoint is a
 // real HTTP server on loopback, guarded by idempotency.Middleware: the

@@ -10,13 +10,13 @@ import (
 	"github.com/dlock-go/dlock/stock"
 )
 
-// The flash sale (seed 004): more buyers than items, served by several
-// instances. The seed locks the stock, reads it and writes it back one less;
-// package stock does without the lock: a buyer reserves an item in one
-// atomic script, pays, and commits the sale. One buyer in ten abandons the
-// cart without a word; its hold expires and the item goes back on sale, with
-// no sweeper. The buyers turned away while abandoned items were held try
-// once more after the holds expired, and buy them.
+// The flash sale: more buyers than items, served by several instances.
+// Where a lock guards the stock, each buyer in turn reads it and writes it
+// back one less; package stock does without the lock: a buyer reserves an
+// item in one atomic script, pays, and commits the sale. One buyer in ten
+// abandons the cart without a word; its hold expires and the item goes back
+// on sale, with no sweeper. The buyers turned away while abandoned items
+// were held try once more after the holds expired, and buy them.
 const (
 	saleStock        = 1000
 	saleInstances    = 12
