@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 func TestExponentialBackoff(t *testing.T) {
@@ -54,11 +55,11 @@ func TestFixedBackoff(t *testing.T) {
 func TestObtainNeverSleepsPastHolderExpiry(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	mustObtain(t, e.locker, key, 300*time.Millisecond) // never released
 
 	within(t, 3*time.Second, "Obtain with a 10s backoff behind a 300ms holder", func() {
-		_, err := e.locker.Obtain(timeout(t, 8*time.Second), key, time.Minute,
+		_, err := e.locker.Obtain(testenv.Timeout(t, 8*time.Second), key, time.Minute,
 			dlock.WithBackoff(dlock.FixedBackoff(10*time.Second)))
 		if err != nil {
 			t.Errorf("Obtain: %v", err)
@@ -71,12 +72,12 @@ func TestObtainNeverSleepsPastHolderExpiry(t *testing.T) {
 func TestCustomBackoff(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
 	time.AfterFunc(100*time.Millisecond, func() { holder.Release(context.Background()) })
 
 	rec := &recordingBackoff{}
-	if _, err := e.locker.Obtain(timeout(t, 5*time.Second), key, time.Minute, dlock.WithBackoff(rec)); err != nil {
+	if _, err := e.locker.Obtain(testenv.Timeout(t, 5*time.Second), key, time.Minute, dlock.WithBackoff(rec)); err != nil {
 		t.Fatalf("Obtain: %v", err)
 	}
 	if len(rec.attempts) < 2 {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/dlock-go/dlock/internal/testwait"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -63,14 +63,14 @@ func occupyLanes(t *testing.T, c *Client, srv *redistest.Server, prefix string, 
 			}
 		})
 	}
-	eventually(t, 10*time.Second, "every lane busy", func() bool { return c.node.batch.Busy() == batchLanes })
+	testenv.Eventually(t, 10*time.Second, "every lane busy", func() bool { return c.node.batch.Busy() == batchLanes })
 	return wg.Wait
 }
 
 // waitQueued waits until n calls are queued.
 func (e *batchEnv) waitQueued(t *testing.T, n int) {
 	t.Helper()
-	eventually(t, 10*time.Second, "calls queued", func() bool { return e.n.batch.Queued() == n })
+	testenv.Eventually(t, 10*time.Second, "calls queued", func() bool { return e.n.batch.Queued() == n })
 }
 
 // pipeRecorder records the names of the commands of every pipeline of
@@ -203,7 +203,7 @@ func TestBatchQueuedCallCancelled(t *testing.T) {
 	e.srv.Resume()
 	lanes()
 	check := context.Background()
-	eventually(t, 10*time.Second, "the late acquire taken and released", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the late acquire taken and released", func() bool {
 		// The fence key outlives the release: it shows the acquire ran.
 		return e.rdb.Exists(check, sideKey(fenceKind, "batch:cancelled")).Val() == 1 &&
 			e.rdb.Exists(check, "batch:cancelled").Val() == 0
@@ -254,7 +254,7 @@ func TestBatchConnectionBreaksMidway(t *testing.T) {
 	}
 	e.srv.Resume()
 	lanes()
-	eventually(t, 10*time.Second, "the server busy in the script", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the server busy in the script", func() bool {
 		return redis.HasErrorPrefix(admin.Ping(ctx).Err(), "BUSY")
 	})
 	e.srv.Kill()
@@ -353,10 +353,4 @@ func equalPipes(got, want [][]string) bool {
 		}
 	}
 	return true
-}
-
-// eventually fails the test unless cond becomes true within d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testwait.Until(t, d, what, cond)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -66,7 +67,7 @@ func TestBatchMeetsMoved(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() { locks[i], errs[i] = c.TryObtain(ctx, fmt.Sprintf("%smoved:%d", movingTag, i), time.Minute) })
-		eventually(t, 10*time.Second, "calls queued", func() bool { return c.node.batch.Queued() == i+1 })
+		testenv.Eventually(t, 10*time.Second, "calls queued", func() bool { return c.node.batch.Queued() == i+1 })
 	}
 	from.Resume()
 	wg.Wait()

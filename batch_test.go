@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -22,7 +24,7 @@ import (
 func TestBatchClusterFailover(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.NewCluster(t, 1, 1)
-	locker := newLocker(t, cluster.Client())
+	locker := lockenv.Locker(t, cluster.Client())
 	const goroutines = 16
 	var cycles [goroutines]atomic.Int64
 	failedOver := make(chan struct{})
@@ -63,14 +65,14 @@ func TestBatchClusterFailover(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, 20*time.Second, "cycles before the failover", func() bool { return cycles[0].Load() > 20 })
+	testenv.Eventually(t, 20*time.Second, "cycles before the failover", func() bool { return cycles[0].Load() > 20 })
 	cluster.Failover(cluster.Primaries()[0])
 	close(failedOver)
 	after := make([]int64, goroutines)
 	for g := range after {
 		after[g] = cycles[g].Load()
 	}
-	eventually(t, 20*time.Second, "cycles after the failover", func() bool {
+	testenv.Eventually(t, 20*time.Second, "cycles after the failover", func() bool {
 		for g := range after {
 			if cycles[g].Load() < after[g]+20 {
 				return false

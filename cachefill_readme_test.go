@@ -17,7 +17,7 @@ import (
 )
 
 // productPage returns a product's page from the cache, or renders it once
-// across every instance of the service when it is missing. (The README
+// across every instance of the service when it is missing. (docs/packages.md
 // shows this function; package cachefill's own examples are in
 // cachefill/example_test.go.)
 func productPage(ctx context.Context, cache *cachefill.Cache, id string) ([]byte, error) {

@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -30,7 +32,7 @@ func TestCheckDeployment(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.NewServer(t, redistest.WithArgs(tc.args...))
 			var logs strings.Builder
-			locker := newLocker(t, srv.Client(), dlock.WithLogger(newTestLogger(&logs)))
+			locker := lockenv.Locker(t, srv.Client(), dlock.WithLogger(newTestLogger(&logs)))
 			warnings, err := locker.CheckDeployment(context.Background())
 			if err != nil {
 				t.Fatalf("CheckDeployment: %v", err)
@@ -60,7 +62,7 @@ func TestCheckDeploymentWithoutConfigPermission(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb := srv.Client(func(o *redis.Options) { o.Username, o.Password = "locker", "pw" })
-	warnings, err := newLocker(t, rdb).CheckDeployment(ctx)
+	warnings, err := lockenv.Locker(t, rdb).CheckDeployment(ctx)
 	if err != nil || len(warnings) != 0 {
 		t.Errorf("CheckDeployment without CONFIG = %q, %v; want nothing", warnings, err)
 	}
@@ -68,7 +70,7 @@ func TestCheckDeploymentWithoutConfigPermission(t *testing.T) {
 
 func TestCheckDeploymentCluster(t *testing.T) {
 	t.Parallel()
-	warnings, err := newLocker(t, newCluster(t)).CheckDeployment(context.Background())
+	warnings, err := lockenv.Locker(t, newCluster(t)).CheckDeployment(context.Background())
 	if err != nil || !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, "appendonly no") }) {
 		t.Errorf("CheckDeployment on a cluster = %q, %v; want the primary's missing append-only file", warnings, err)
 	}
@@ -78,7 +80,7 @@ func TestCheckDeploymentRedisDown(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.srv.Kill()
-	if _, err := e.locker.CheckDeployment(timeout(t, time.Second)); err == nil {
+	if _, err := e.locker.CheckDeployment(testenv.Timeout(t, time.Second)); err == nil {
 		t.Error("CheckDeployment on a dead Redis gave no error")
 	}
 }
@@ -88,7 +90,7 @@ func TestCheckDeploymentRedisDown(t *testing.T) {
 func TestDeploymentWideErrorsSayItOnce(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	mustObtain(t, e.locker, testKey(t), time.Minute)
+	mustObtain(t, e.locker, testenv.Key(t), time.Minute)
 	checkMessage := func(what string, err error) {
 		t.Helper()
 		var nodeErr *dlock.NodeError
@@ -97,16 +99,16 @@ func TestDeploymentWideErrorsSayItOnce(t *testing.T) {
 		}
 	}
 	e.srv.Pause()
-	_, err := e.locker.CheckDeployment(timeout(t, 100*time.Millisecond))
+	_, err := e.locker.CheckDeployment(testenv.Timeout(t, 100*time.Millisecond))
 	checkMessage("CheckDeployment on a paused Redis", err)
-	for _, err := range e.locker.Scan(timeout(t, 100*time.Millisecond), "*") {
+	for _, err := range e.locker.Scan(testenv.Timeout(t, 100*time.Millisecond), "*") {
 		checkMessage("Scan on a paused Redis", err)
 	}
 	e.srv.Resume()
 	e.srv.Kill()
-	_, err = e.locker.CheckDeployment(timeout(t, 2*time.Second))
+	_, err = e.locker.CheckDeployment(testenv.Timeout(t, 2*time.Second))
 	checkMessage("CheckDeployment on a dead Redis", err)
-	for _, err := range e.locker.Scan(timeout(t, 2*time.Second), "*") {
+	for _, err := range e.locker.Scan(testenv.Timeout(t, 2*time.Second), "*") {
 		checkMessage("Scan on a dead Redis", err)
 	}
 }

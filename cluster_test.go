@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -19,8 +21,8 @@ import (
 // are tested with the Redlock and Cluster work.
 func TestClusterClient(t *testing.T) {
 	t.Parallel()
-	ctx := timeout(t, 20*time.Second)
-	locker := newLocker(t, newCluster(t))
+	ctx := testenv.Timeout(t, 20*time.Second)
+	locker := lockenv.Locker(t, newCluster(t))
 
 	for _, key := range []string{"order:42", "{user:7}:cart", "a}b", "a{}b", "订单", "\x00\xff}"} {
 		lock, err := locker.TryObtain(ctx, key, time.Minute)
@@ -47,7 +49,7 @@ func TestClusterClient(t *testing.T) {
 func newCluster(t *testing.T) *redis.ClusterClient {
 	t.Helper()
 	srv := redistest.NewServer(t, redistest.WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"))
-	ctx := timeout(t, 20*time.Second)
+	ctx := testenv.Timeout(t, 20*time.Second)
 	admin := srv.Client()
 	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)

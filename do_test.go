@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 func TestDo(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	const ttl = 300 * time.Millisecond
 	ran := false
 	if _, ok := dlock.LockFromContext(context.Background()); ok {
@@ -46,7 +47,7 @@ func TestDoReturnsFnError(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	boom := errors.New("boom")
-	err := e.locker.Do(context.Background(), testKey(t), time.Second, func(context.Context) error { return boom })
+	err := e.locker.Do(context.Background(), testenv.Key(t), time.Second, func(context.Context) error { return boom })
 	if !errors.Is(err, boom) || errors.Is(err, dlock.ErrLockLost) {
 		t.Errorf("Do = %v, want fn's error alone", err)
 	}
@@ -57,7 +58,7 @@ func TestDoReturnsFnError(t *testing.T) {
 func TestDoLockLost(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	const ttl = 300 * time.Millisecond
 	start := time.Now()
 	err := e.locker.Do(context.Background(), key, ttl, func(ctx context.Context) error {
@@ -83,9 +84,9 @@ func TestDoLockLost(t *testing.T) {
 func TestDoNotObtained(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	mustObtain(t, e.locker, key, time.Minute)
-	err := e.locker.Do(timeout(t, 100*time.Millisecond), key, time.Minute, func(context.Context) error {
+	err := e.locker.Do(testenv.Timeout(t, 100*time.Millisecond), key, time.Minute, func(context.Context) error {
 		t.Error("fn ran without the lock")
 		return nil
 	})
@@ -98,12 +99,12 @@ func TestDoNotObtained(t *testing.T) {
 func TestDoContention(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	inside := make(chan struct{}, 1)
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
-			errs <- e.locker.Do(timeout(t, 5*time.Second), key, time.Second, func(context.Context) error {
+			errs <- e.locker.Do(testenv.Timeout(t, 5*time.Second), key, time.Second, func(context.Context) error {
 				select {
 				case inside <- struct{}{}:
 				default:
@@ -126,7 +127,7 @@ func TestDoContention(t *testing.T) {
 func TestDoPanic(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	func() {
 		defer func() {
 			if r := recover(); r != "boom" {
@@ -144,7 +145,7 @@ func TestDoPanic(t *testing.T) {
 func TestDoReleasesAfterCancel(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	err := e.locker.Do(ctx, key, time.Minute, func(ctx context.Context) error {
 		cancel()
@@ -185,13 +186,13 @@ func TestDoBadInputs(t *testing.T) {
 func TestDoWithoutWait(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	finish := make(chan struct{})
 	var ran atomic.Int32
 	errs := make(chan error, 3)
 	for range 3 {
 		go func() {
-			errs <- e.locker.Do(timeout(t, 10*time.Second), key, time.Minute, func(context.Context) error {
+			errs <- e.locker.Do(testenv.Timeout(t, 10*time.Second), key, time.Minute, func(context.Context) error {
 				ran.Add(1)
 				<-finish // until the others have given up
 				return nil
@@ -223,18 +224,18 @@ func TestDoWithoutWait(t *testing.T) {
 func TestDoWithMinHold(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	const hold = 3 * time.Second
 	runs := 0
 	job := func(context.Context) error { runs++; return nil }
-	if err := e.locker.Do(timeout(t, 5*time.Second), key, time.Second, job, dlock.WithMinHold(hold), dlock.WithoutWait()); err != nil {
+	if err := e.locker.Do(testenv.Timeout(t, 5*time.Second), key, time.Second, job, dlock.WithMinHold(hold), dlock.WithoutWait()); err != nil {
 		t.Fatalf("Do: %v", err)
 	}
 	pttl := e.rdb.PTTL(context.Background(), key).Val()
 	if pttl <= time.Second || pttl > hold {
 		t.Errorf("PTTL after Do WithMinHold(%v) = %v, want the rest of the hold (over the ttl of 1s)", hold, pttl)
 	}
-	err := e.locker.Do(timeout(t, 5*time.Second), key, time.Second, job, dlock.WithMinHold(hold), dlock.WithoutWait())
+	err := e.locker.Do(testenv.Timeout(t, 5*time.Second), key, time.Second, job, dlock.WithMinHold(hold), dlock.WithoutWait())
 	if !errors.Is(err, dlock.ErrNotObtained) || runs != 1 {
 		t.Errorf("a second Do during the hold = %v, and the job ran %d times; want ErrNotObtained and 1", err, runs)
 	}

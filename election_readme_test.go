@@ -13,7 +13,7 @@ import (
 	"github.com/dlock-go/dlock/jobs"
 )
 
-// The README shows the bodies of these two functions; packages election
+// docs/packages.md shows the bodies of these two functions; packages election
 // and jobs have their own examples.
 
 func readmeLead(ctx context.Context, locker *dlock.Client, hostname string, scheduleInvoices func(context.Context, int64) error) error {

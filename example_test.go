@@ -239,7 +239,7 @@ func ExampleWithFair() {
 }
 
 // refillCache rebuilds the product cache on one instance at a time, however
-// long it takes. (The README shows this function.)
+// long it takes. (docs/locks.md shows this function.)
 func refillCache(ctx context.Context, locker *dlock.Client) error {
 	return locker.Do(ctx, "cache:products", 10*time.Second, func(ctx context.Context) error {
 		lock, _ := dlock.LockFromContext(ctx)

@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -29,14 +31,14 @@ func TestClusterFailover(t *testing.T) {
 	rdb := cluster.Client()
 	var buf strings.Builder
 	logs := syncWriter{w: &buf}
-	locker := newLocker(t, rdb, dlock.WithReplicaAck(1, 2*time.Second), dlock.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	locker := lockenv.Locker(t, rdb, dlock.WithReplicaAck(1, 2*time.Second), dlock.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	defer func() {
 		if t.Failed() {
 			t.Log(buf.String())
 		}
 	}()
 	otherRdb := cluster.Client()
-	other := newLocker(t, otherRdb)
+	other := lockenv.Locker(t, otherRdb)
 	ctx := context.Background()
 
 	// Three keys on each primary, of the shapes that matter for side keys.
@@ -130,9 +132,9 @@ func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
 	d := redistest.NewSentinelDeployment(t, "locks")
 	rdb := d.FailoverClient(func(o *redis.FailoverOptions) { o.MaxRetries = -1 })
-	locker := newLocker(t, rdb, dlock.WithReplicaAck(2, 2*time.Second))
+	locker := lockenv.Locker(t, rdb, dlock.WithReplicaAck(2, 2*time.Second))
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	// The ttl outlasts a failover (about three seconds).
 	lock, err := locker.TryObtain(ctx, key, 6*time.Second, dlock.WithAutoRenew(true))
 	if err != nil {
@@ -147,7 +149,7 @@ func TestSentinelFailover(t *testing.T) {
 	if !isOpen(lock) {
 		t.Fatalf("lost in the failover: %v", lock.Err())
 	}
-	other := newLocker(t, d.FailoverClient())
+	other := lockenv.Locker(t, d.FailoverClient())
 	if _, err := other.TryObtain(ctx, key, time.Second); !errors.Is(err, dlock.ErrNotObtained) {
 		t.Errorf("another client's TryObtain after the failover = %v, want ErrNotObtained", err)
 	}

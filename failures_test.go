@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -67,11 +69,11 @@ func TestEndedCallNamesRefusal(t *testing.T) {
 	defer cancel()
 	rdb := e.srv.Client(slowToGiveUp)
 	rdb.AddHook(onRefused(cancel))
-	locker := newLocker(t, rdb)
+	locker := lockenv.Locker(t, rdb)
 	e.srv.Kill()
 	defer e.srv.Start() // lets the calls still dialling end before Close
 
-	_, err := locker.TryObtain(ctx, testKey(t), time.Minute)
+	_, err := locker.TryObtain(ctx, testenv.Key(t), time.Minute)
 	refusedAndEnded(t, "TryObtain cancelled at the refusal", err, context.Canceled)
 	var nodeErr *dlock.NodeError
 	if !errors.As(err, &nodeErr) || nodeErr.Op != "acquire" {
@@ -80,7 +82,7 @@ func TestEndedCallNamesRefusal(t *testing.T) {
 
 	// The node is still failing: a call with a short deadline names it too,
 	// whether or not it dialled itself by then.
-	_, err = locker.Inspect(timeout(t, 50*time.Millisecond), testKey(t))
+	_, err = locker.Inspect(testenv.Timeout(t, 50*time.Millisecond), testenv.Key(t))
 	refusedAndEnded(t, "Inspect with a 50ms deadline", err, context.DeadlineExceeded)
 }
 
@@ -92,7 +94,7 @@ func TestEndedCallNamesRefusal(t *testing.T) {
 func TestEndedObtainNamesRefusal(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	mustObtain(t, e.locker, key, time.Minute)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,7 +109,7 @@ func TestEndedObtainNamesRefusal(t *testing.T) {
 		}
 	}))
 	rec := &recorder{}
-	waiter := newLocker(t, rdb, dlock.WithObserver(rec))
+	waiter := lockenv.Locker(t, rdb, dlock.WithObserver(rec))
 	defer e.srv.Start()
 
 	errc := make(chan error, 1)
@@ -165,7 +167,7 @@ func TestEndedRedlockRoundNamesRefusal(t *testing.T) {
 		s.Kill()
 		defer s.Start()
 	}
-	_, err := locker.TryObtain(ctx, testKey(t), time.Minute)
+	_, err := locker.TryObtain(ctx, testenv.Key(t), time.Minute)
 	var qe *dlock.QuorumError
 	if !errors.As(err, &qe) {
 		t.Errorf("TryObtain = %v, want a QuorumError", err)
@@ -182,18 +184,18 @@ func TestRecoveredNodeNamesNoFailure(t *testing.T) {
 	defer cancel()
 	rdb := e.srv.Client(slowToGiveUp)
 	rdb.AddHook(onRefused(cancel))
-	locker := newLocker(t, rdb)
+	locker := lockenv.Locker(t, rdb)
 	e.srv.Kill()
-	if _, err := locker.TryObtain(ctx, testKey(t), time.Minute); !errors.Is(err, syscall.ECONNREFUSED) {
+	if _, err := locker.TryObtain(ctx, testenv.Key(t), time.Minute); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("TryObtain on a dead Redis = %v, want the refusal", err)
 	}
 	e.srv.Start()
-	if _, err := locker.Inspect(context.Background(), testKey(t)); err != nil {
+	if _, err := locker.Inspect(context.Background(), testenv.Key(t)); err != nil {
 		t.Fatalf("Inspect after the restart: %v", err)
 	}
 	e.srv.Pause()
 	defer e.srv.Resume()
-	_, err := locker.Inspect(timeout(t, 50*time.Millisecond), testKey(t))
+	_, err := locker.Inspect(testenv.Timeout(t, 50*time.Millisecond), testenv.Key(t))
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("Inspect on a paused Redis = %v, want the deadline and no refusal", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // queueKey is the name of the fair-mode queue of a key without a hash tag
@@ -37,7 +39,7 @@ func waitQueued(t *testing.T, rdb *redis.Client, key string, n int64) {
 func TestFairOrder(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
 
 	const n = 20
@@ -46,7 +48,7 @@ func TestFairOrder(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			lock, err := e.locker.Obtain(timeout(t, 20*time.Second), key, time.Minute, dlock.WithFair())
+			lock, err := e.locker.Obtain(testenv.Timeout(t, 20*time.Second), key, time.Minute, dlock.WithFair())
 			if err != nil {
 				t.Errorf("waiter %d: %v", i, err)
 				return
@@ -104,7 +106,7 @@ func TestFairWaiterKilled(t *testing.T) {
 		t.Run(holderMode.name, func(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
-			key := testKey(t)
+			key := testenv.Key(t)
 			holder, err := e.locker.TryObtain(context.Background(), key, time.Minute, holderMode.opts...)
 			if err != nil {
 				t.Fatal(err)
@@ -120,7 +122,7 @@ func TestFairWaiterKilled(t *testing.T) {
 
 			got := make(chan error, 1)
 			go func() {
-				lock, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Minute, dlock.WithFair())
+				lock, err := e.locker.Obtain(testenv.Timeout(t, 10*time.Second), key, time.Minute, dlock.WithFair())
 				if err == nil {
 					err = lock.Release(context.Background())
 				}
@@ -157,7 +159,7 @@ func TestFairHandoff(t *testing.T) {
 		t.Run(ttl.String(), func(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
-			key := testKey(t)
+			key := testenv.Key(t)
 			// Load the scripts, so that none needs an EVAL after a NOSCRIPT.
 			warm, err := e.locker.TryObtain(context.Background(), key+":warm", time.Minute, dlock.WithFair())
 			if err != nil {
@@ -168,10 +170,10 @@ func TestFairHandoff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waiter := newLocker(t, e.srv.Client())
+			waiter := lockenv.Locker(t, e.srv.Client())
 			got := make(chan *dlock.Lock, 1)
 			go func() {
-				lock, err := waiter.Obtain(timeout(t, 10*time.Second), key, ttl, dlock.WithFair(), noPolling)
+				lock, err := waiter.Obtain(testenv.Timeout(t, 10*time.Second), key, ttl, dlock.WithFair(), noPolling)
 				if err != nil {
 					t.Error(err)
 				}
@@ -237,7 +239,7 @@ func evalCalls(t *testing.T, e *env) int64 {
 func TestFairWaiterGivesUp(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -249,7 +251,7 @@ func TestFairWaiterGivesUp(t *testing.T) {
 	waitQueued(t, e.rdb, key, 1)
 	second := make(chan error, 1)
 	go func() {
-		lock, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Minute, dlock.WithFair())
+		lock, err := e.locker.Obtain(testenv.Timeout(t, 10*time.Second), key, time.Minute, dlock.WithFair())
 		if err == nil {
 			err = lock.Release(context.Background())
 		}
@@ -278,18 +280,18 @@ func TestFairWaiterGivesUp(t *testing.T) {
 func TestFairAndPlainMixed(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	var inside, overlaps, obtained atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			locker := newLocker(t, e.srv.Client())
+			locker := lockenv.Locker(t, e.srv.Client())
 			var opts []dlock.ObtainOption
 			if i%2 == 0 {
 				opts = append(opts, dlock.WithFair())
 			}
 			for range 15 {
-				lock, err := locker.Obtain(timeout(t, 20*time.Second), key, 5*time.Second, opts...)
+				lock, err := locker.Obtain(testenv.Timeout(t, 20*time.Second), key, 5*time.Second, opts...)
 				if err != nil {
 					t.Error(err)
 					return
@@ -317,7 +319,7 @@ func TestFairAndPlainMixed(t *testing.T) {
 func TestFairTryObtain(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
 	if _, err := e.locker.TryObtain(context.Background(), key, time.Minute, dlock.WithFair()); !errors.Is(err, dlock.ErrNotObtained) {
 		t.Fatalf("TryObtain(WithFair) while held = %v, want ErrNotObtained", err)
@@ -329,7 +331,7 @@ func TestFairTryObtain(t *testing.T) {
 	// A waiter in the queue, and the lock free for a moment: no jumping.
 	waiting := make(chan *dlock.Lock, 1)
 	go func() {
-		lock, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Minute, dlock.WithFair())
+		lock, err := e.locker.Obtain(testenv.Timeout(t, 10*time.Second), key, time.Minute, dlock.WithFair())
 		if err != nil {
 			t.Error(err)
 		}
@@ -361,22 +363,22 @@ func TestFairHandoffRestrictedPublisher(t *testing.T) {
 	if err := e.rdb.Do(ctx, "ACL", "SETUSER", "holder", "on", ">pw", "~*", "resetchannels", "&dlock:fence*", "+@all").Err(); err != nil {
 		t.Fatal(err)
 	}
-	key := testKey(t)
-	holderClient := newLocker(t, e.srv.Client(func(o *redis.Options) { o.Username, o.Password = "holder", "pw" }))
+	key := testenv.Key(t)
+	holderClient := lockenv.Locker(t, e.srv.Client(func(o *redis.Options) { o.Username, o.Password = "holder", "pw" }))
 	holder, err := holderClient.TryObtain(ctx, key, time.Minute, dlock.WithFair())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The waiter's Client listens on its own channel already, so it joins
 	// the queue naming it.
-	warm, err := e.locker.Obtain(timeout(t, 5*time.Second), key+":warm", time.Minute, dlock.WithFair())
+	warm, err := e.locker.Obtain(testenv.Timeout(t, 5*time.Second), key+":warm", time.Minute, dlock.WithFair())
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = warm.Release(ctx)
 	got := make(chan *dlock.Lock, 1)
 	go func() {
-		lock, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Second, dlock.WithFair(), noPolling)
+		lock, err := e.locker.Obtain(testenv.Timeout(t, 10*time.Second), key, time.Second, dlock.WithFair(), noPolling)
 		if err != nil {
 			t.Error(err)
 		}
@@ -405,13 +407,13 @@ func TestFairHandoffRestrictedPublisher(t *testing.T) {
 func TestCloseEndsWaitingObtains(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
-	closing := newLocker(t, e.srv.Client())
+	closing := lockenv.Locker(t, e.srv.Client())
 	ended := make(chan error, 2)
 	for _, opts := range [][]dlock.ObtainOption{{noPolling}, {noPolling, dlock.WithFair()}} {
 		go func() {
-			_, err := closing.Obtain(timeout(t, 30*time.Second), key, time.Minute, opts...)
+			_, err := closing.Obtain(testenv.Timeout(t, 30*time.Second), key, time.Minute, opts...)
 			ended <- err
 		}()
 	}

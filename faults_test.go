@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // within fails the test if fn takes longer than limit: a call that should
@@ -29,11 +30,11 @@ func within(t *testing.T, limit time.Duration, what string, fn func()) {
 func TestObtainDeadlineWhileHeld(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	mustObtain(t, e.locker, key, time.Minute)
 
 	within(t, 2*time.Second, "Obtain with a 200ms deadline", func() {
-		_, err := e.locker.Obtain(timeout(t, 200*time.Millisecond), key, time.Minute)
+		_, err := e.locker.Obtain(testenv.Timeout(t, 200*time.Millisecond), key, time.Minute)
 		if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Obtain = %v, want ErrNotObtained and DeadlineExceeded", err)
 		}
@@ -43,7 +44,7 @@ func TestObtainDeadlineWhileHeld(t *testing.T) {
 func TestObtainCancelWhileHeld(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	mustObtain(t, e.locker, key, time.Minute)
 
 	cause := errors.New("user went away")
@@ -59,7 +60,7 @@ func TestObtainCancelWhileHeld(t *testing.T) {
 func TestDoneContextAtEveryStep(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock := mustObtain(t, e.locker, key, time.Minute)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -97,21 +98,21 @@ func TestRedisDownAndBack(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock := mustObtain(t, e.locker, key, time.Minute)
 
 	e.srv.Kill()
 	within(t, 3*time.Second, "calls on a dead Redis with 500ms deadlines", func() {
 		var nodeErr *dlock.NodeError
-		_, err := e.locker.TryObtain(timeout(t, 500*time.Millisecond), key+":2", time.Minute)
+		_, err := e.locker.TryObtain(testenv.Timeout(t, 500*time.Millisecond), key+":2", time.Minute)
 		if !errors.As(err, &nodeErr) || errors.Is(err, dlock.ErrNotObtained) {
 			t.Errorf("TryObtain on a dead Redis = %v, want a NodeError", err)
 		}
-		_, err = e.locker.Obtain(timeout(t, 500*time.Millisecond), key+":2", time.Minute)
+		_, err = e.locker.Obtain(testenv.Timeout(t, 500*time.Millisecond), key+":2", time.Minute)
 		if err == nil || errors.Is(err, dlock.ErrNotObtained) {
 			t.Errorf("Obtain on a dead Redis = %v, want a Redis error, not ErrNotObtained", err)
 		}
-		if err := lock.Release(timeout(t, 500*time.Millisecond)); err == nil || errors.Is(err, dlock.ErrNotHeld) {
+		if err := lock.Release(testenv.Timeout(t, 500*time.Millisecond)); err == nil || errors.Is(err, dlock.ErrNotHeld) {
 			t.Errorf("Release on a dead Redis = %v, want a Redis error, not ErrNotHeld", err)
 		}
 	})
@@ -133,22 +134,22 @@ func TestRedisPaused(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock := mustObtain(t, e.locker, key, time.Minute)
 
 	e.srv.Pause()
 	within(t, time.Second, "calls on a paused Redis with 100ms deadlines", func() {
 		for _, err := range []error{
 			func() error {
-				_, err := e.locker.TryObtain(timeout(t, 100*time.Millisecond), key+":late", time.Minute)
+				_, err := e.locker.TryObtain(testenv.Timeout(t, 100*time.Millisecond), key+":late", time.Minute)
 				return err
 			}(),
 			func() error {
-				_, err := e.locker.Obtain(timeout(t, 100*time.Millisecond), key, time.Minute)
+				_, err := e.locker.Obtain(testenv.Timeout(t, 100*time.Millisecond), key, time.Minute)
 				return err
 			}(),
-			lock.Refresh(timeout(t, 100*time.Millisecond), time.Minute),
-			func() error { _, err := lock.TTL(timeout(t, 100*time.Millisecond)); return err }(),
+			lock.Refresh(testenv.Timeout(t, 100*time.Millisecond), time.Minute),
+			func() error { _, err := lock.TTL(testenv.Timeout(t, 100*time.Millisecond)); return err }(),
 		} {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("call on a paused Redis = %v, want DeadlineExceeded", err)
@@ -170,7 +171,7 @@ func TestScriptCacheFlushed(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock := mustObtain(t, e.locker, key, time.Minute)
 
 	for step, op := range []func() error{
@@ -194,7 +195,7 @@ func TestInteropWithPlainSetNX(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	compareAndDelete := redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`)
 
 	// Theirs excludes ours.
@@ -227,7 +228,7 @@ func TestInteropWithPlainSetNX(t *testing.T) {
 	// lock once they delete it.
 	e.rdb.Set(ctx, key, "their-token", time.Minute)
 	time.AfterFunc(50*time.Millisecond, func() { e.rdb.Del(context.Background(), key) })
-	if _, err := e.locker.Obtain(timeout(t, 5*time.Second), key, time.Minute); err != nil {
+	if _, err := e.locker.Obtain(testenv.Timeout(t, 5*time.Second), key, time.Minute); err != nil {
 		t.Fatalf("Obtain after their silent release: %v", err)
 	}
 }
@@ -236,12 +237,12 @@ func TestClientClose(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	lock := mustObtain(t, e.locker, testKey(t), time.Minute)
+	lock := mustObtain(t, e.locker, testenv.Key(t), time.Minute)
 
 	if err := e.locker.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, err := e.locker.TryObtain(ctx, testKey(t)+":2", time.Minute); !errors.Is(err, dlock.ErrClosed) {
+	if _, err := e.locker.TryObtain(ctx, testenv.Key(t)+":2", time.Minute); !errors.Is(err, dlock.ErrClosed) {
 		t.Errorf("TryObtain after Close = %v, want ErrClosed", err)
 	}
 	if err := lock.Release(ctx); !errors.Is(err, dlock.ErrClosed) {
@@ -264,7 +265,7 @@ func TestNoCleanupForAcquiresNeverSent(t *testing.T) {
 	locker := dlock.New(rdb, dlock.WithLogger(newTestLogger(&logs)))
 
 	for range 3 {
-		if _, err := locker.TryObtain(context.Background(), testKey(t), time.Minute); err == nil {
+		if _, err := locker.TryObtain(context.Background(), testenv.Key(t), time.Minute); err == nil {
 			t.Fatal("TryObtain on a dead Redis succeeded")
 		}
 	}
@@ -304,7 +305,7 @@ func TestCloseWhileBusy(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
-			key := testKey(t) + ":" + string(rune('a'+g))
+			key := testenv.Key(t) + ":" + string(rune('a'+g))
 			for {
 				lock, err := e.locker.TryObtain(ctx, key, time.Minute)
 				if err == nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // TestForceReleaseHolderDeletesWhatItSaw: a force release deletes the
@@ -20,7 +22,7 @@ func TestForceReleaseHolderDeletesWhatItSaw(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 
 	a := mustObtain(t, e.locker, key, time.Minute)
 	seen, err := e.locker.Inspect(ctx, key)
@@ -30,7 +32,7 @@ func TestForceReleaseHolderDeletesWhatItSaw(t *testing.T) {
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := mustObtain(t, newLocker(t, e.rdb), key, time.Minute)
+	b := mustObtain(t, lockenv.Locker(t, e.rdb), key, time.Minute)
 	if deleted, err := e.locker.ForceReleaseHolder(ctx, seen); err != nil || deleted {
 		t.Errorf("ForceReleaseHolder of a holder gone since = %v, %v; want false", deleted, err)
 	}
@@ -55,7 +57,7 @@ func TestForceReleaseHolderDeletesWhatItSaw(t *testing.T) {
 	}
 
 	// A semaphore: the permits seen go, one taken since stays.
-	sem := testKey(t) + ":sem"
+	sem := testenv.Key(t) + ":sem"
 	for range 2 {
 		if _, err := e.locker.Semaphore(sem, 3).TryAcquire(ctx, time.Minute); err != nil {
 			t.Fatal(err)
@@ -65,7 +67,7 @@ func TestForceReleaseHolderDeletesWhatItSaw(t *testing.T) {
 	if err != nil || len(seen.Holders) != 2 {
 		t.Fatalf("Inspect of the semaphore = %+v, %v; want 2 holders", seen, err)
 	}
-	later, err := newLocker(t, e.rdb).Semaphore(sem, 3).TryAcquire(ctx, time.Minute)
+	later, err := lockenv.Locker(t, e.rdb).Semaphore(sem, 3).TryAcquire(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +94,12 @@ func TestForceReleaseResent(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	mustObtain(t, e.locker, key, time.Minute)
 
 	opRdb := redis.NewClient(&redis.Options{Addr: e.srv.Addr()}) // go-redis's defaults
 	t.Cleanup(func() { opRdb.Close() })
-	operator := newLocker(t, opRdb)
+	operator := lockenv.Locker(t, opRdb)
 	warmPool(t, opRdb, 4) // the copies sent again go on open connections
 	mustObtain(t, e.locker, key+":warm-up", time.Minute)
 	if deleted, err := operator.ForceRelease(ctx, key+":warm-up"); err != nil || !deleted { // Redis has the script
@@ -112,7 +114,7 @@ func TestForceReleaseResent(t *testing.T) {
 	// force release deleted it, and hide the deletion.
 	bRdb := redis.NewClient(&redis.Options{Addr: e.srv.Addr(), MaxRetries: -1, ReadTimeout: 20 * time.Second})
 	t.Cleanup(func() { bRdb.Close() })
-	b := newLocker(t, bRdb)
+	b := lockenv.Locker(t, bRdb)
 	if _, err := b.Inspect(ctx, key); err != nil { // B's connection is open, its scripts loaded
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func TestForceReleaseResent(t *testing.T) {
 	done := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		deleted, err := operator.ForceReleaseHolder(timeout(t, 30*time.Second), seen)
+		deleted, err := operator.ForceReleaseHolder(testenv.Timeout(t, 30*time.Second), seen)
 		done <- result{deleted, err}
 	}()
 	waitUnread(t, e.srv.Port(), 1, "the first copy to reach Redis")
@@ -144,7 +146,7 @@ func TestForceReleaseResent(t *testing.T) {
 	}
 	got := make(chan acquired, 1)
 	go func() {
-		lock, err := b.TryObtain(timeout(t, 30*time.Second), key, time.Minute)
+		lock, err := b.TryObtain(testenv.Timeout(t, 30*time.Second), key, time.Minute)
 		got <- acquired{lock, err}
 	}()
 	waitUnread(t, e.srv.Port(), 2, "B's acquire to reach Redis")
@@ -177,7 +179,7 @@ func TestForceReleaseResent(t *testing.T) {
 // that it has not read (it is paused), for up to 10s.
 func waitUnread(t *testing.T, port, n int, what string) {
 	t.Helper()
-	eventually(t, 10*time.Second, what, func() bool {
+	testenv.Eventually(t, 10*time.Second, what, func() bool {
 		got, err := unreadConns(port)
 		return err == nil && got >= n
 	})

@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 func TestGuard(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
-	key, result := "{"+testKey(t)+"}:lock", "{"+testKey(t)+"}:result"
+	ctx := testenv.Timeout(t, 10*time.Second)
+	key, result := "{"+testenv.Key(t)+"}:lock", "{"+testenv.Key(t)+"}:result"
 
 	lock, err := e.locker.TryObtain(ctx, key, time.Minute, dlock.WithGuard(result))
 	if err != nil {
@@ -41,7 +43,7 @@ func TestGuard(t *testing.T) {
 		t.Errorf("Do with the guard stored = %v, want ErrGuarded", err)
 	}
 	var ended atomic.Int64
-	observed := newLocker(t, e.rdb, dlock.WithObserver(dlock.ObserverFunc(func(e dlock.Event) {
+	observed := lockenv.Locker(t, e.rdb, dlock.WithObserver(dlock.ObserverFunc(func(e dlock.Event) {
 		if e.Type == dlock.EventRelease && e.Ended {
 			ended.Add(1)
 		}
@@ -61,7 +63,7 @@ func TestGuard(t *testing.T) {
 		t.Errorf("the lock was taken: %q", v)
 	}
 	// A guard of another type exists too.
-	other := "{" + testKey(t) + "}:hash"
+	other := "{" + testenv.Key(t) + "}:hash"
 	if err := e.rdb.HSet(ctx, other, "f", "v").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +77,8 @@ func TestGuard(t *testing.T) {
 func TestGuardWakesWaiters(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 20*time.Second)
-	key, result := "{"+testKey(t)+"}:lock", "{"+testKey(t)+"}:result"
+	ctx := testenv.Timeout(t, 20*time.Second)
+	key, result := "{"+testenv.Key(t)+"}:lock", "{"+testenv.Key(t)+"}:result"
 	lock, err := e.locker.TryObtain(ctx, key, time.Minute, dlock.WithGuard(result))
 	if err != nil {
 		t.Fatal(err)
@@ -88,13 +90,13 @@ func TestGuardWakesWaiters(t *testing.T) {
 		if i%2 == 1 {
 			opts = append(opts, dlock.WithFair())
 		}
-		locker := newLocker(t, e.rdb)
+		locker := lockenv.Locker(t, e.rdb)
 		lockers = append(lockers, locker)
 		go func() {
 			_, err := locker.Obtain(ctx, key, time.Minute, opts...)
 			errs <- err
 		}()
-		eventually(t, 5*time.Second, "the waiter queued", func() bool {
+		testenv.Eventually(t, 5*time.Second, "the waiter queued", func() bool {
 			info, _ := e.locker.Inspect(ctx, key)
 			return info.Waiters == i+1
 		})
@@ -120,8 +122,8 @@ func TestGuardWakesWaiters(t *testing.T) {
 func TestReleaseStoringNotHeld(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
-	key, result := "{"+testKey(t)+"}:lock", "{"+testKey(t)+"}:result"
+	ctx := testenv.Timeout(t, 10*time.Second)
+	key, result := "{"+testenv.Key(t)+"}:lock", "{"+testenv.Key(t)+"}:result"
 	lock := mustObtain(t, e.locker, key, time.Minute)
 	e.rdb.Del(ctx, key)
 	if err := lock.ReleaseStoring(ctx, result, []byte("late"), time.Minute); !errors.Is(err, dlock.ErrNotHeld) {
@@ -135,8 +137,8 @@ func TestReleaseStoringNotHeld(t *testing.T) {
 func TestGuardBadInputs(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
-	key := "{" + testKey(t) + "}:lock"
+	ctx := testenv.Timeout(t, 10*time.Second)
+	key := "{" + testenv.Key(t) + "}:lock"
 	if _, err := e.locker.TryObtain(ctx, key, time.Minute, dlock.WithGuard("another-slot")); !errors.Is(err, dlock.ErrInvalidKey) {
 		t.Errorf("a guard in another slot = %v, want ErrInvalidKey", err)
 	}
@@ -144,7 +146,7 @@ func TestGuardBadInputs(t *testing.T) {
 		t.Errorf("a semaphore with a guard = %v, want ErrInvalidOption", err)
 	}
 	q := setupQuorum(t, 3)
-	if _, err := q.locker.TryObtain(ctx, key, time.Minute, dlock.WithGuard("{"+testKey(t)+"}:g")); !errors.Is(err, dlock.ErrInvalidOption) {
+	if _, err := q.locker.TryObtain(ctx, key, time.Minute, dlock.WithGuard("{"+testenv.Key(t)+"}:g")); !errors.Is(err, dlock.ErrInvalidOption) {
 		t.Errorf("a guard on Redlock = %v, want ErrInvalidOption", err)
 	}
 	lock := mustObtain(t, e.locker, key, time.Minute)
@@ -155,7 +157,7 @@ func TestGuardBadInputs(t *testing.T) {
 	}{
 		{"", time.Minute, dlock.ErrInvalidKey},
 		{"another-slot", time.Minute, dlock.ErrInvalidKey},
-		{"{" + testKey(t) + "}:r", 0, dlock.ErrInvalidTTL},
+		{"{" + testenv.Key(t) + "}:r", 0, dlock.ErrInvalidTTL},
 	} {
 		if err := lock.ReleaseStoring(ctx, tc.key, nil, tc.ttl); !errors.Is(err, tc.want) {
 			t.Errorf("ReleaseStoring(%q, %v) = %v, want %v", tc.key, tc.ttl, err, tc.want)

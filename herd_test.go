@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -49,14 +51,14 @@ func TestOneWakeUpPerRelease(t *testing.T) {
 	const clients, perClient = 4, 20
 	lockers := make([]*dlock.Client, clients)
 	for i := range lockers {
-		lockers[i] = newLocker(t, srv.Client())
+		lockers[i] = lockenv.Locker(t, srv.Client())
 	}
 	doAll := func(key string, n int) int32 {
 		var holders, overlaps atomic.Int32
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				err := lockers[i%clients].Do(timeout(t, 30*time.Second), key, 10*time.Second, func(context.Context) error {
+				err := lockers[i%clients].Do(testenv.Timeout(t, 30*time.Second), key, 10*time.Second, func(context.Context) error {
 					if holders.Add(1) > 1 {
 						overlaps.Add(1)
 					}
@@ -74,10 +76,10 @@ func TestOneWakeUpPerRelease(t *testing.T) {
 	}
 	// Warm up, as a service that has run for a while: the scripts loaded,
 	// the Clients listening.
-	doAll(testKey(t)+":warm", 2*clients)
+	doAll(testenv.Key(t)+":warm", 2*clients)
 
 	before := scriptCalls(t, srv.Client())
-	if overlaps := doAll(testKey(t), clients*perClient); overlaps > 0 {
+	if overlaps := doAll(testenv.Key(t), clients*perClient); overlaps > 0 {
 		t.Errorf("%d times two held the lock at once", overlaps)
 	}
 	perDo := float64(scriptCalls(t, srv.Client())-before) / (clients * perClient)
@@ -93,19 +95,19 @@ func TestOneWakeUpPerRelease(t *testing.T) {
 func TestReleasePassesOverAGoneWaiter(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
 
 	goneRdb := e.srv.Client()
-	gone := newLocker(t, goneRdb)
+	gone := lockenv.Locker(t, goneRdb)
 	go func() {
-		_, _ = gone.Obtain(timeout(t, 10*time.Second), key, time.Minute, noPolling)
+		_, _ = gone.Obtain(testenv.Timeout(t, 10*time.Second), key, time.Minute, noPolling)
 	}()
 	waitQueued(t, e.rdb, key, 1)
-	next := newLocker(t, e.srv.Client())
+	next := lockenv.Locker(t, e.srv.Client())
 	got := make(chan error, 1)
 	go func() {
-		lock, err := next.Obtain(timeout(t, 10*time.Second), key, time.Minute, noPolling)
+		lock, err := next.Obtain(testenv.Timeout(t, 10*time.Second), key, time.Minute, noPolling)
 		if err == nil {
 			err = lock.Release(context.Background())
 		}
@@ -133,19 +135,19 @@ func TestReleasePassesOverAGoneWaiter(t *testing.T) {
 func TestWokenWaiterThatFreezes(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
 
 	frozenRdb := e.srv.Client()
 	freeze := make(chan struct{})
 	frozenRdb.AddHook(freezeWokenAttempt{freeze})
-	frozen := newLocker(t, frozenRdb)
+	frozen := lockenv.Locker(t, frozenRdb)
 	t.Cleanup(func() { close(freeze) }) // before Close, which waits for the frozen call
-	go func() { _, _ = frozen.Obtain(timeout(t, 20*time.Second), key, time.Minute, noPolling) }()
+	go func() { _, _ = frozen.Obtain(testenv.Timeout(t, 20*time.Second), key, time.Minute, noPolling) }()
 	waitQueued(t, e.rdb, key, 1)
 	got := make(chan error, 1)
 	go func() {
-		lock, err := newLocker(t, e.srv.Client()).Obtain(timeout(t, 15*time.Second), key, time.Minute, noPolling)
+		lock, err := lockenv.Locker(t, e.srv.Client()).Obtain(testenv.Timeout(t, 15*time.Second), key, time.Minute, noPolling)
 		if err == nil {
 			err = lock.Release(context.Background())
 		}

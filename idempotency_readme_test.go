@@ -16,7 +16,7 @@ import (
 	"github.com/dlock-go/dlock/redistest"
 )
 
-// The README's section on idempotency keys shows the code of this test: the
+// docs/packages.md's section on idempotency keys shows the code of this test: the
 // Middleware on a payment endpoint, and Do around a charge.
 func TestReadmeChargeOnce(t *testing.T) {
 	t.Parallel()
@@ -32,7 +32,7 @@ func TestReadmeChargeOnce(t *testing.T) {
 	}
 }
 
-// readmeChargeOnce runs the README's code: two requests with one key, and
+// readmeChargeOnce runs the code of docs/packages.md: two requests with one key, and
 // two calls of Do with one key.
 func readmeChargeOnce(t *testing.T, rdb redis.UniversalClient, payHandler http.Handler, accountOf func(*http.Request) string, charges *atomic.Int32) error {
 	store, err := idempotency.New(rdb) // one per process, like dlock.New

@@ -10,13 +10,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 func TestBadInputs(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	var nilClient *redis.Client
 
 	for _, tc := range []struct {
@@ -120,14 +121,14 @@ func TestKeyOfAnotherType(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	e.rdb.HSet(ctx, key, "field", "value")
 
 	if _, err := e.locker.TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrWrongType) {
 		t.Errorf("TryObtain on a hash = %v, want ErrWrongType", err)
 	}
 	within(t, time.Second, "Obtain on a hash", func() {
-		if _, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Minute); !errors.Is(err, dlock.ErrWrongType) {
+		if _, err := e.locker.Obtain(testenv.Timeout(t, 10*time.Second), key, time.Minute); !errors.Is(err, dlock.ErrWrongType) {
 			t.Errorf("Obtain on a hash = %v, want ErrWrongType", err)
 		}
 	})

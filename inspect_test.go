@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 func TestInspect(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 
 	info, err := e.locker.Inspect(ctx, key)
 	if err != nil || info.Held || info.TTL != 0 || info.Fence != 0 || info.Fingerprint != "" || info.Key != key {
@@ -62,7 +64,7 @@ func TestFingerprint(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	seen := map[string]bool{}
 	for range 3 {
 		lock := mustObtain(t, e.locker, key, time.Minute)
@@ -96,12 +98,12 @@ func TestForceRelease(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
 
 	waiter := make(chan error, 1)
 	go func() {
-		_, err := newLocker(t, e.rdb).Obtain(timeout(t, 10*time.Second), key, time.Minute)
+		_, err := lockenv.Locker(t, e.rdb).Obtain(testenv.Timeout(t, 10*time.Second), key, time.Minute)
 		waiter <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -133,7 +135,7 @@ func TestForceRelease(t *testing.T) {
 func scanned(t *testing.T, locker *dlock.Client, pattern string) []string {
 	t.Helper()
 	var keys []string
-	for info, err := range locker.Scan(timeout(t, 10*time.Second), pattern) {
+	for info, err := range locker.Scan(testenv.Timeout(t, 10*time.Second), pattern) {
 		if err != nil {
 			t.Fatalf("Scan(%q): %v", pattern, err)
 		}
@@ -191,7 +193,7 @@ func TestScan(t *testing.T) {
 
 func TestScanCluster(t *testing.T) {
 	t.Parallel()
-	locker := newLocker(t, newCluster(t))
+	locker := lockenv.Locker(t, newCluster(t))
 	for _, key := range []string{"job:x", "{t}y", "a}b"} {
 		mustObtain(t, locker, key, time.Minute)
 	}
@@ -203,17 +205,17 @@ func TestScanCluster(t *testing.T) {
 func TestInspectAndScanOnAPausedRedis(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	mustObtain(t, e.locker, testKey(t), time.Minute)
+	mustObtain(t, e.locker, testenv.Key(t), time.Minute)
 	e.srv.Pause()
 	defer e.srv.Resume()
 	within(t, time.Second, "Inspect, ForceRelease and Scan with 100ms deadlines", func() {
-		if _, err := e.locker.Inspect(timeout(t, 100*time.Millisecond), testKey(t)); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := e.locker.Inspect(testenv.Timeout(t, 100*time.Millisecond), testenv.Key(t)); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Inspect = %v, want DeadlineExceeded", err)
 		}
-		if _, err := e.locker.ForceRelease(timeout(t, 100*time.Millisecond), testKey(t)); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := e.locker.ForceRelease(testenv.Timeout(t, 100*time.Millisecond), testenv.Key(t)); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("ForceRelease = %v, want DeadlineExceeded", err)
 		}
-		for _, err := range e.locker.Scan(timeout(t, 100*time.Millisecond), "*") {
+		for _, err := range e.locker.Scan(testenv.Timeout(t, 100*time.Millisecond), "*") {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Scan = %v, want DeadlineExceeded", err)
 			}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // Locks come and go without leaving goroutines: after renewed locks are
@@ -20,7 +21,7 @@ func TestNoGoroutinesLeftBehind(t *testing.T) {
 	e := setup(t)
 	locker := dlock.New(e.rdb)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 
 	cycle := func() {
 		lock, err := locker.Obtain(ctx, key, time.Minute, dlock.WithAutoRenew(true))
@@ -28,7 +29,7 @@ func TestNoGoroutinesLeftBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A waiter that gives up, on the shared subscriber.
-		if _, err := locker.Obtain(timeout(t, 30*time.Millisecond), key, time.Minute, dlock.WithFair()); err == nil {
+		if _, err := locker.Obtain(testenv.Timeout(t, 30*time.Millisecond), key, time.Minute, dlock.WithFair()); err == nil {
 			t.Fatal("obtained a held lock")
 		}
 		if err := lock.Release(ctx); err != nil {

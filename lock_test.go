@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 func TestObtainAndRelease(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 
 	before := time.Now()
 	lock, err := e.locker.Obtain(ctx, key, 10*time.Second)
@@ -58,8 +60,8 @@ func TestTryObtainWhenHeld(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
-	other := newLocker(t, e.rdb)
+	key := testenv.Key(t)
+	other := lockenv.Locker(t, e.rdb)
 
 	first := mustObtain(t, e.locker, key, time.Minute)
 	lock, err := other.TryObtain(ctx, key, time.Minute)
@@ -78,12 +80,12 @@ func TestTryObtainWhenHeld(t *testing.T) {
 func TestObtainWaitsForRelease(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	first := mustObtain(t, e.locker, key, time.Minute)
 
 	got := make(chan error, 1)
 	go func() {
-		lock, err := newLocker(t, e.rdb).Obtain(timeout(t, 10*time.Second), key, time.Minute)
+		lock, err := lockenv.Locker(t, e.rdb).Obtain(testenv.Timeout(t, 10*time.Second), key, time.Minute)
 		if err == nil && lock.Fence() <= first.Fence() {
 			err = errors.New("fence did not grow")
 		}
@@ -105,11 +107,11 @@ func TestObtainWaitsForRelease(t *testing.T) {
 func TestObtainAfterHolderExpires(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	// A holder that crashed: it never releases.
 	mustObtain(t, e.locker, key, 200*time.Millisecond)
 
-	lock, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Minute)
+	lock, err := e.locker.Obtain(testenv.Timeout(t, 10*time.Second), key, time.Minute)
 	if err != nil {
 		t.Fatalf("Obtain after the holder's ttl: %v", err)
 	}
@@ -118,17 +120,18 @@ func TestObtainAfterHolderExpires(t *testing.T) {
 	}
 }
 
-// The seeds' bug: a holder whose lock expired finishes its work and deletes
-// the key, which by then is the next holder's lock.
+// The classic bug of hand-written locks: a holder whose lock expired
+// finishes its work and deletes the key, which by then is the next holder's
+// lock. Here the old holder's release must touch nothing.
 func TestExpiredHolderCannotTouchNextHolder(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 
 	old := mustObtain(t, e.locker, key, 50*time.Millisecond)
 	time.Sleep(100 * time.Millisecond) // a pause longer than the ttl
-	next, err := newLocker(t, e.rdb).Obtain(timeout(t, 5*time.Second), key, time.Minute)
+	next, err := lockenv.Locker(t, e.rdb).Obtain(testenv.Timeout(t, 5*time.Second), key, time.Minute)
 	if err != nil {
 		t.Fatalf("next holder's Obtain: %v", err)
 	}
@@ -160,7 +163,7 @@ func TestRefresh(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	lock := mustObtain(t, e.locker, testKey(t), 100*time.Millisecond)
+	lock := mustObtain(t, e.locker, testenv.Key(t), 100*time.Millisecond)
 	until := lock.Until()
 
 	if err := lock.Refresh(ctx, time.Minute); err != nil {
@@ -189,7 +192,7 @@ func TestTTL(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock := mustObtain(t, e.locker, key, 10*time.Second)
 
 	ttl, err := lock.TTL(ctx)
@@ -210,8 +213,8 @@ func TestFenceGrowsAcrossHoldersExpiryAndRestart(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
-	lockers := []*dlock.Client{e.locker, newLocker(t, e.rdb), newLocker(t, e.rdb)}
+	key := testenv.Key(t)
+	lockers := []*dlock.Client{e.locker, lockenv.Locker(t, e.rdb), lockenv.Locker(t, e.rdb)}
 
 	var last int64
 	check := func(step string, lock *dlock.Lock) {
@@ -246,7 +249,7 @@ func TestLockConcurrentUse(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	lock := mustObtain(t, e.locker, testKey(t), time.Minute)
+	lock := mustObtain(t, e.locker, testenv.Key(t), time.Minute)
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex

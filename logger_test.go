@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // Logger returns the logger of WithLogger, and slog.Default() as it was at
@@ -13,10 +14,10 @@ func TestLogger(t *testing.T) {
 	t.Parallel()
 	rdb := setup(t).rdb
 	given := slog.New(slog.DiscardHandler)
-	if got := newLocker(t, rdb, dlock.WithLogger(given)).Logger(); got != given {
+	if got := lockenv.Locker(t, rdb, dlock.WithLogger(given)).Logger(); got != given {
 		t.Errorf("Logger with WithLogger = %p, want %p", got, given)
 	}
-	if got := newLocker(t, rdb).Logger(); got != slog.Default() {
+	if got := lockenv.Locker(t, rdb).Logger(); got != slog.Default() {
 		t.Errorf("Logger without WithLogger = %p, want slog.Default() %p", got, slog.Default())
 	}
 }

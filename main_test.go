@@ -3,15 +3,14 @@ package dlock_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/testwait"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -19,11 +18,7 @@ import (
 var redisAddr string
 
 func TestMain(m *testing.M) {
-	// go-redis's pool redials a dead server in a goroutine of its own, which
-	// sleeps a second between dials and only then sees that its client was
-	// closed: it outlives tests that kill a server by up to that second.
-	goleak.VerifyTestMain(redistest.Shared(m, &redisAddr),
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	testenv.Main(m, testenv.SharedServer(&redisAddr), testenv.IgnoreRedial())
 }
 
 // env is one redis-server, a go-redis client to it, and a dlock Client on it,
@@ -38,27 +33,7 @@ func setup(t testing.TB, opts ...dlock.Option) *env {
 	t.Helper()
 	srv := redistest.NewServer(t)
 	rdb := srv.Client()
-	return &env{srv: srv, rdb: rdb, locker: newLocker(t, rdb, opts...)}
-}
-
-// newLocker returns a Client on rdb that is closed when the test ends.
-func newLocker(t testing.TB, rdb redis.UniversalClient, opts ...dlock.Option) *dlock.Client {
-	t.Helper()
-	locker := dlock.New(rdb, opts...)
-	t.Cleanup(func() { locker.Close() })
-	return locker
-}
-
-// testKey returns a key unique to the test.
-func testKey(t testing.TB) string {
-	return "test:" + strings.ReplaceAll(t.Name(), "/", ":")
-}
-
-// timeout returns a context that ends after d and is cancelled with the test.
-func timeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
+	return &env{srv: srv, rdb: rdb, locker: lockenv.Locker(t, rdb, opts...)}
 }
 
 // mustObtain obtains key or fails the test.
@@ -84,9 +59,11 @@ func value(t testing.TB, rdb *redis.Client, key string) string {
 	return v
 }
 
-// eventually fails the test unless cond becomes true within d. (The
-// package's internal tests have their own wrapper, in batch_internal_test.go.)
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+// newLocker is lockenv.Locker under the name the README's tests call.
+func newLocker(t testing.TB, rdb redis.UniversalClient, opts ...dlock.Option) *dlock.Client {
 	t.Helper()
-	testwait.Until(t, d, what, cond)
+	return lockenv.Locker(t, rdb, opts...)
 }
+
+// testKey is testenv.Key under the name the README's tests call.
+func testKey(t testing.TB) string { return testenv.Key(t) }

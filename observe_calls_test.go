@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // Do tells of its obtain, its release and itself, each call under the
@@ -20,7 +21,7 @@ import (
 func TestObserveDo(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	failed := errors.New("the work failed")
 	err := e.locker.Do(context.Background(), key, time.Minute, func(context.Context) error { return failed })
 	if !errors.Is(err, failed) {
@@ -55,7 +56,7 @@ func TestObserveRedlockStragglerToldOnce(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
 	e := setupQuorum(t, 3, dlock.WithObserver(rec), dlock.WithNodeTimeout(200*time.Millisecond))
-	key := testKey(t)
+	key := testenv.Key(t)
 	e.srvs[1].Kill()
 	slow := e.srvs[2]
 	slow.Pause()
@@ -92,7 +93,7 @@ func TestObserveRedlockNodeDown(t *testing.T) {
 	e := setupQuorum(t, 3, dlock.WithObserver(rec))
 	down := e.srvs[2]
 	down.Kill()
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock, err := e.locker.TryObtain(context.Background(), key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func TestObserveRedlockNodeDown(t *testing.T) {
 	if err := lock.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "a node error on each operation", func() bool {
+	testenv.Eventually(t, 10*time.Second, "a node error on each operation", func() bool {
 		ops := map[string]bool{}
 		for _, ev := range rec.of(key) {
 			if ev.Type == dlock.EventNodeError {
@@ -122,14 +123,14 @@ func TestObserveRedlockNodeDown(t *testing.T) {
 func TestObserveFairHandoff(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder, err := e.locker.TryObtain(context.Background(), key, time.Minute, dlock.WithFair())
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		lock, err := e.locker.Obtain(timeout(t, 10*time.Second), key, time.Second, dlock.WithFair(), noPolling)
+		lock, err := e.locker.Obtain(testenv.Timeout(t, 10*time.Second), key, time.Second, dlock.WithFair(), noPolling)
 		if err == nil {
 			err = lock.Release(context.Background())
 		}
@@ -166,7 +167,7 @@ func TestObserverOptions(t *testing.T) {
 	e := setup(t,
 		dlock.WithObserver(dlock.ObserverFunc(func(e dlock.Event) { first = append(first, e.Type); seen = e.Context.Value(callMark{}) })),
 		dlock.WithObserver(dlock.ObserverFunc(func(e dlock.Event) { second = append(second, e.Type) })))
-	lock, err := e.locker.TryObtain(ctx, testKey(t), time.Minute)
+	lock, err := e.locker.TryObtain(ctx, testenv.Key(t), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // A semaphore's permits and an RW lock's holds tell the events a lock
@@ -15,14 +16,14 @@ func TestObserveKindsOfHold(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
 	ctx := context.Background()
-	name := testKey(t)
+	name := testenv.Key(t)
 
 	sem := e.locker.Semaphore(name+":sem", 1)
 	permit, err := sem.TryAcquire(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sem.Acquire(timeout(t, 50*time.Millisecond), time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := sem.Acquire(testenv.Timeout(t, 50*time.Millisecond), time.Minute); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatal(err)
 	}
 	if err := permit.Release(ctx); err != nil {

@@ -10,12 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // gone waits until key is no longer in Redis.
 func gone(t *testing.T, e *env, key string) {
 	t.Helper()
-	eventually(t, 10*time.Second, key+" expiring in Redis", func() bool {
+	testenv.Eventually(t, 10*time.Second, key+" expiring in Redis", func() bool {
 		return e.rdb.Exists(context.Background(), key).Val() == 0
 	})
 }
@@ -34,7 +35,7 @@ func TestObserveRecordRunsOut(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e, rec := setupObserved(t)
-			key := testKey(t)
+			key := testenv.Key(t)
 			lock, err := e.locker.TryObtain(context.Background(), key, 150*time.Millisecond, dlock.AsRecord(), dlock.WithValue("ran"))
 			if err != nil {
 				t.Fatal(err)
@@ -67,17 +68,17 @@ func TestObserveKeptNotLost(t *testing.T) {
 	ctx := context.Background()
 	const keep = 300 * time.Millisecond
 
-	renewed := testKey(t) + ":renewed"
+	renewed := testenv.Key(t) + ":renewed"
 	lock := obtainRenewed(t, e.locker, renewed, 100*time.Millisecond)
 	if err := lock.ReleaseAfter(ctx, keep); err != nil {
 		t.Fatal(err)
 	}
-	plain := testKey(t) + ":plain"
+	plain := testenv.Key(t) + ":plain"
 	short := mustObtain(t, e.locker, plain, 100*time.Millisecond)
 	if err := short.ReleaseAfter(ctx, keep); err != nil {
 		t.Fatal(err)
 	}
-	did := testKey(t) + ":do"
+	did := testenv.Key(t) + ":do"
 	if err := e.locker.Do(ctx, did, 100*time.Millisecond, func(context.Context) error { return nil }, dlock.WithMinHold(keep)); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestRecordHeld(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	record, err := e.locker.TryObtain(ctx, key, time.Minute, dlock.AsRecord())
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestRecordHeld(t *testing.T) {
 		t.Errorf("Err after Release = %v", err)
 	}
 
-	other := testKey(t) + ":deleted"
+	other := testenv.Key(t) + ":deleted"
 	record, err = e.locker.TryObtain(ctx, other, time.Minute, dlock.AsRecord())
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +153,7 @@ func TestRecordBadOptions(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	ran := func(context.Context) error {
 		t.Error("Do ran its function under a record")
 		return nil
@@ -197,7 +198,7 @@ func acquireErr(ctx context.Context, s *dlock.Semaphore, opts ...dlock.ObtainOpt
 func TestObserveRecordRedisPaused(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	record, err := e.locker.TryObtain(context.Background(), key, 200*time.Millisecond, dlock.AsRecord())
 	if err != nil {
 		t.Fatal(err)

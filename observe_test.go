@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // recorder is an Observer that keeps every Event, and a CallObserver that
@@ -67,7 +69,7 @@ func (r *recorder) types(key string) []dlock.EventType {
 func (r *recorder) await(t *testing.T, key string, typ dlock.EventType) dlock.Event {
 	t.Helper()
 	var got dlock.Event
-	eventually(t, 10*time.Second, "an event "+typ.String()+" on "+key, func() bool {
+	testenv.Eventually(t, 10*time.Second, "an event "+typ.String()+" on "+key, func() bool {
 		for _, e := range r.of(key) {
 			if e.Type == typ {
 				got = e
@@ -114,7 +116,7 @@ func setupObserved(t *testing.T, opts ...dlock.Option) (*env, *recorder) {
 func TestObserveObtainRelease(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock, err := e.locker.TryObtain(context.Background(), key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +150,7 @@ func TestObserveObtainRelease(t *testing.T) {
 func TestObserveTryObtainHeld(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	mustObtain(t, e.locker, key, time.Minute)
 	if _, err := e.locker.TryObtain(context.Background(), key, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
 		t.Fatal(err)
@@ -163,12 +165,12 @@ func TestObserveTryObtainHeld(t *testing.T) {
 func TestObserveContention(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
-	waiter := newLocker(t, e.srv.Client(), dlock.WithObserver(rec))
+	waiter := lockenv.Locker(t, e.srv.Client(), dlock.WithObserver(rec))
 	got := make(chan error, 1)
 	go func() {
-		lock, err := waiter.Obtain(timeout(t, 10*time.Second), key, time.Minute, noPolling)
+		lock, err := waiter.Obtain(testenv.Timeout(t, 10*time.Second), key, time.Minute, noPolling)
 		if err == nil {
 			err = lock.Release(context.Background())
 		}
@@ -197,10 +199,10 @@ func TestObserveContention(t *testing.T) {
 func TestObserveTimeoutAndCancel(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	mustObtain(t, e.locker, key, time.Minute)
 
-	if _, err := e.locker.Obtain(timeout(t, 50*time.Millisecond), key, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := e.locker.Obtain(testenv.Timeout(t, 50*time.Millisecond), key, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatal(err)
 	}
 	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventWaitStart, dlock.EventWaitEnd, dlock.EventObtain)
@@ -215,7 +217,7 @@ func TestObserveTimeoutAndCancel(t *testing.T) {
 		_, err := e.locker.Obtain(ctx, key, time.Minute)
 		got <- err
 	}()
-	eventually(t, 10*time.Second, "a second wait", func() bool { return len(rec.types(key)) == 5 })
+	testenv.Eventually(t, 10*time.Second, "a second wait", func() bool { return len(rec.types(key)) == 5 })
 	cancel()
 	if err := <-got; !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
@@ -231,7 +233,7 @@ func TestObserveTimeoutAndCancel(t *testing.T) {
 func TestObserveLostByDelete(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock, err := e.locker.TryObtain(context.Background(), key, 300*time.Millisecond, dlock.WithAutoRenew(true))
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +261,7 @@ func TestObserveLostByDelete(t *testing.T) {
 func TestObserveLostByPause(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock, err := e.locker.TryObtain(context.Background(), key, 600*time.Millisecond, dlock.WithAutoRenew(true))
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +287,7 @@ func TestObserveLostByPause(t *testing.T) {
 func TestObserveLeftToExpire(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock := mustObtain(t, e.locker, key, 100*time.Millisecond)
 	if err := lock.Refresh(context.Background(), 200*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -307,7 +309,7 @@ func TestObserveLeftToExpire(t *testing.T) {
 func TestObserveLostByClose(t *testing.T) {
 	t.Parallel()
 	e, rec := setupObserved(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	mustObtainRenewed := func() {
 		if _, err := e.locker.TryObtain(context.Background(), key, time.Minute, dlock.WithAutoRenew(true)); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -59,7 +60,7 @@ func TestRedlockRetryAfterSlowNodesKeepsItsQuorum(t *testing.T) {
 		}
 	}
 	locker := newRedlock(t, rdbs, dlock.WithNodeTimeout(100*time.Millisecond))
-	lock, err := locker.Obtain(timeout(t, 10*time.Second), key, time.Minute)
+	lock, err := locker.Obtain(testenv.Timeout(t, 10*time.Second), key, time.Minute)
 	if err != nil {
 		t.Fatalf("Obtain: %v", err)
 	}
@@ -131,7 +132,7 @@ func isScript(cmd redis.Cmder) bool {
 func TestRedlockInspectTellsTheHoldersFence(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
-	key := testKey(t)
+	key := testenv.Key(t)
 	ctx := context.Background()
 	first, err := e.locker.TryObtain(ctx, key, time.Minute)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/testwait"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -88,8 +88,8 @@ func (e *quorumEnv) holders(key, token string) int {
 func TestRedlock(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 5)
-	key := testKey(t)
-	lock, err := e.locker.Obtain(timeout(t, 5*time.Second), key, time.Minute)
+	key := testenv.Key(t)
+	lock, err := e.locker.Obtain(testenv.Timeout(t, 5*time.Second), key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,14 +139,14 @@ func TestRedlock(t *testing.T) {
 func TestRedlockContention(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
-	key := testKey(t)
+	key := testenv.Key(t)
 	inside := make(chan struct{}, 1)
 	errs := make(chan error, 4)
 	for range 4 {
 		locker := newRedlock(t, e.rdbs, dlock.WithNodeTimeout(time.Second))
 		go func() {
 			for range 5 {
-				err := locker.Do(timeout(t, 20*time.Second), key, 5*time.Second, func(context.Context) error {
+				err := locker.Do(testenv.Timeout(t, 20*time.Second), key, 5*time.Second, func(context.Context) error {
 					select {
 					case inside <- struct{}{}:
 					default:
@@ -177,10 +177,10 @@ func TestRedlockContention(t *testing.T) {
 func TestRedlockNodesDown(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 5)
-	key := testKey(t)
+	key := testenv.Key(t)
 	e.srvs[0].Kill()
 	e.srvs[1].Kill()
-	lock, err := e.locker.Obtain(timeout(t, 5*time.Second), key, time.Minute)
+	lock, err := e.locker.Obtain(testenv.Timeout(t, 5*time.Second), key, time.Minute)
 	if err != nil {
 		t.Fatalf("Obtain with 2 of 5 down: %v", err)
 	}
@@ -190,7 +190,7 @@ func TestRedlockNodesDown(t *testing.T) {
 
 	e.srvs[2].Kill()
 	within(t, 2*time.Second, "Obtain with 3 of 5 down", func() {
-		_, err = e.locker.Obtain(timeout(t, time.Second), key, time.Minute)
+		_, err = e.locker.Obtain(testenv.Timeout(t, time.Second), key, time.Minute)
 	})
 	var qe *dlock.QuorumError
 	var ne *dlock.NodeError
@@ -210,11 +210,11 @@ func TestRedlockPausedNode(t *testing.T) {
 	e := setupQuorum(t, 3, dlock.WithNodeTimeout(nodeTimeout))
 	e.srvs[0].Pause()
 	defer e.srvs[0].Resume()
-	key := testKey(t)
+	key := testenv.Key(t)
 	var lock *dlock.Lock
 	within(t, nodeTimeout+500*time.Millisecond, "Obtain with a paused node", func() {
 		var err error
-		lock, err = e.locker.Obtain(timeout(t, 5*time.Second), key, time.Minute)
+		lock, err = e.locker.Obtain(testenv.Timeout(t, 5*time.Second), key, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func TestRedlockPausedNode(t *testing.T) {
 func TestRedlockFenceAcrossShiftingQuorums(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 5)
-	key := testKey(t)
+	key := testenv.Key(t)
 	lockers := []*dlock.Client{e.locker, newRedlock(t, e.rdbs, dlock.WithNodeTimeout(time.Second))}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var last int64
@@ -258,7 +258,7 @@ func TestRedlockFenceAcrossShiftingQuorums(t *testing.T) {
 				waitUp(t, e.rdbs[j])
 			}
 		}
-		lock, err := lockers[i%2].Obtain(timeout(t, 5*time.Second), key, time.Minute)
+		lock, err := lockers[i%2].Obtain(testenv.Timeout(t, 5*time.Second), key, time.Minute)
 		if err != nil {
 			for j, s := range e.srvs {
 				t.Logf("node %d %s running %v", j, s.Addr(), s.Running())
@@ -281,7 +281,7 @@ func TestRedlockFenceAcrossShiftingQuorums(t *testing.T) {
 func TestRedlockRestartWithoutPersistence(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
-	key := testKey(t)
+	key := testenv.Key(t)
 	// Long enough for the restarted node's client to reconnect within A's
 	// validity: go-redis's pool, after failed dials, answers with the last
 	// dial error for up to about a second.
@@ -295,7 +295,7 @@ func TestRedlockRestartWithoutPersistence(t *testing.T) {
 	// the dial in the background, land once node 2 was back.) A's round
 	// returns once two nodes agree, so its call to node 2 may still be on
 	// its way: wait for it to land before deleting, or it lands after.
-	testwait.Until(t, 5*time.Second, "A's key on all three nodes", func() bool {
+	testenv.Eventually(t, 5*time.Second, "A's key on all three nodes", func() bool {
 		return e.holders(key, a.Token()) == 3
 	})
 	if err := e.rdbs[2].Del(context.Background(), key).Err(); err != nil {
@@ -319,7 +319,7 @@ func TestRedlockRestartWithoutPersistence(t *testing.T) {
 	})
 
 	t.Run("restart delayed past the ttl", func(t *testing.T) {
-		a, err := e.locker.Obtain(timeout(t, 5*time.Second), key, ttl)
+		a, err := e.locker.Obtain(testenv.Timeout(t, 5*time.Second), key, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +327,7 @@ func TestRedlockRestartWithoutPersistence(t *testing.T) {
 		e.srvs[1].Kill()
 		time.Sleep(ttl) // the mitigation: stay down longer than the longest ttl
 		e.srvs[1].Start()
-		b, err := other.Obtain(timeout(t, 5*time.Second), key, ttl)
+		b, err := other.Obtain(testenv.Timeout(t, 5*time.Second), key, ttl)
 		if err != nil {
 			t.Fatalf("B: %v", err)
 		}
@@ -342,7 +342,7 @@ func TestRedlockRestartWithoutPersistence(t *testing.T) {
 func TestRedlockAutoRenew(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
-	key := testKey(t)
+	key := testenv.Key(t)
 	const ttl = 300 * time.Millisecond
 	lock, err := e.locker.TryObtain(context.Background(), key, ttl, dlock.WithAutoRenew(true))
 	if err != nil {
@@ -389,7 +389,7 @@ func TestRedlockBadInputs(t *testing.T) {
 	}
 
 	locker := newRedlock(t, []*redis.Client{rdb})
-	if _, err := locker.Obtain(context.Background(), testKey(t), time.Second, dlock.WithFair()); !errors.Is(err, dlock.ErrInvalidOption) {
+	if _, err := locker.Obtain(context.Background(), testenv.Key(t), time.Second, dlock.WithFair()); !errors.Is(err, dlock.ErrInvalidOption) {
 		t.Errorf("Obtain(WithFair) on a Redlock = %v, want ErrInvalidOption", err)
 	}
 }
@@ -399,7 +399,7 @@ func TestRedlockBadInputs(t *testing.T) {
 func TestRedlockWakeOnRelease(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
-	key := testKey(t)
+	key := testenv.Key(t)
 	e.srvs[2].Kill()
 	holder, err := e.locker.TryObtain(context.Background(), key, time.Minute)
 	if err != nil {
@@ -431,7 +431,7 @@ func TestRedlockWakeOnRelease(t *testing.T) {
 func TestRedlockHeldWithNodeDown(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder, err := e.locker.TryObtain(context.Background(), key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -442,7 +442,7 @@ func TestRedlockHeldWithNodeDown(t *testing.T) {
 		t.Fatalf("TryObtain with a node down while held = %v, want ErrNotObtained", err)
 	}
 	time.AfterFunc(100*time.Millisecond, func() { _ = holder.Release(context.Background()) })
-	lock, err := other.Obtain(timeout(t, 5*time.Second), key, time.Minute)
+	lock, err := other.Obtain(testenv.Timeout(t, 5*time.Second), key, time.Minute)
 	if err != nil {
 		t.Fatalf("Obtain with a node down, released meanwhile: %v", err)
 	}
@@ -456,7 +456,7 @@ func TestRedlockAcquireReplies(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	for _, r := range e.rdbs {
 		r.LPush(ctx, key+":list", "x")
 	}
@@ -480,14 +480,14 @@ func TestRedlockAcquireReplies(t *testing.T) {
 func TestRedlockFenceOfLostLock(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock, err := e.locker.TryObtain(context.Background(), key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The acquire's third call may land after TryObtain returns: wait for
 	// it, or it could undo a delete below.
-	testwait.Until(t, 5*time.Second, "the key on all three nodes", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the key on all three nodes", func() bool {
 		return e.holders(key, lock.Token()) == 3
 	})
 	e.rdbs[0].Del(context.Background(), key)
@@ -506,7 +506,7 @@ func TestRedlockFailedAttemptTakenBack(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	for _, r := range e.rdbs[:2] {
 		r.Set(ctx, key, "another holder", time.Minute)
 	}
@@ -536,7 +536,7 @@ func TestRedlockScan(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	var held []*dlock.Lock
 	for _, k := range []string{key + ":a", key + ":b"} {
 		lock, err := e.locker.TryObtain(ctx, k, time.Minute)
@@ -546,7 +546,7 @@ func TestRedlockScan(t *testing.T) {
 		held = append(held, lock)
 	}
 	var got []string
-	for info, err := range e.locker.Scan(timeout(t, 10*time.Second), key+":*") {
+	for info, err := range e.locker.Scan(testenv.Timeout(t, 10*time.Second), key+":*") {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -15,7 +17,7 @@ import (
 func TestReleaseAfter(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	const ttl, keep = 300 * time.Millisecond, 2 * time.Second
 	lock := obtainRenewed(t, e.locker, key, ttl)
 	if err := lock.ReleaseAfter(context.Background(), keep); err != nil {
@@ -39,7 +41,7 @@ func TestReleaseAfter(t *testing.T) {
 		t.Errorf("Refresh after ReleaseAfter = %v, want ErrNotHeld", err)
 	}
 	// Nothing renews it any more: the key expires when the hold is over.
-	eventually(t, 2*keep, "the kept lock expiring", func() bool {
+	testenv.Eventually(t, 2*keep, "the kept lock expiring", func() bool {
 		return e.rdb.Exists(context.Background(), key).Val() == 0
 	})
 }
@@ -49,7 +51,7 @@ func TestReleaseAfter(t *testing.T) {
 func TestReleaseAfterEdges(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock := mustObtain(t, e.locker, key, time.Minute)
 	e.rdb.Set(context.Background(), key, "someone else", time.Minute)
 	if err := lock.ReleaseAfter(context.Background(), time.Minute); !errors.Is(err, dlock.ErrNotHeld) {
@@ -62,7 +64,7 @@ func TestReleaseAfterEdges(t *testing.T) {
 		t.Errorf("the other holder's PTTL = %v after ReleaseAfter, want it untouched", pttl)
 	}
 
-	other := testKey(t) + ":now"
+	other := testenv.Key(t) + ":now"
 	lock = mustObtain(t, e.locker, other, time.Minute)
 	if err := lock.ReleaseAfter(context.Background(), 0); err != nil {
 		t.Fatalf("ReleaseAfter(0): %v", err)
@@ -77,11 +79,11 @@ func TestReleaseAfterEdges(t *testing.T) {
 func TestReleaseAfterRedisPaused(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	const ttl = 2 * time.Second
 	lock := obtainRenewed(t, e.locker, key, ttl)
 	e.srv.Pause()
-	err := lock.ReleaseAfter(timeout(t, 100*time.Millisecond), time.Minute)
+	err := lock.ReleaseAfter(testenv.Timeout(t, 100*time.Millisecond), time.Minute)
 	e.srv.Resume()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("ReleaseAfter on a paused Redis = %v, want a deadline error", err)
@@ -110,8 +112,8 @@ func TestReleaseAfterDuringAutomaticRefresh(t *testing.T) {
 	rdb := srv.Client()
 	hold := &holdFirstPipeline{entered: make(chan struct{}), release: make(chan struct{})}
 	rdb.AddHook(hold)
-	locker := newLocker(t, rdb)
-	key := testKey(t)
+	locker := lockenv.Locker(t, rdb)
+	key := testenv.Key(t)
 	const ttl, keep = 3 * time.Second, 10 * time.Second
 	lock := obtainRenewed(t, locker, key, ttl)
 	select {

@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -52,7 +54,7 @@ func isOpen(lock *dlock.Lock) bool {
 func TestAutoRenewKeepsLock(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	// A refresh gets a sixth of the ttl, at least 50ms: enough on a loaded
 	// machine under -race only with a ttl well above that.
 	const ttl = time.Second
@@ -116,7 +118,7 @@ func TestAutoRenewLost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
-			key := testKey(t)
+			key := testenv.Key(t)
 			lock := obtainRenewed(t, e.locker, key, ttl)
 			time.Sleep(ttl / 2) // after the first renewal
 			tc.lose(e, key)
@@ -148,7 +150,7 @@ func TestAutoRenewManyLocks(t *testing.T) {
 	var trips atomic.Int64
 	e.rdb.AddHook(countTrips{&trips})
 	const n, ttl = 10_000, 3 * time.Second
-	key := testKey(t)
+	key := testenv.Key(t)
 
 	locks := make([]*dlock.Lock, n)
 	var wg sync.WaitGroup
@@ -217,7 +219,7 @@ func (h countTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 func TestDoneWithoutAutoRenew(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	const ttl = 300 * time.Millisecond
 	lock := mustObtain(t, e.locker, key, ttl)
 	done := lock.Done()
@@ -244,7 +246,7 @@ func TestDoneWithoutAutoRenew(t *testing.T) {
 func TestDoneAfterRelease(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	lock := mustObtain(t, e.locker, testKey(t), time.Minute)
+	lock := mustObtain(t, e.locker, testenv.Key(t), time.Minute)
 	if lock.Err() != nil {
 		t.Fatalf("Err of a held lock = %v, want nil", lock.Err())
 	}
@@ -261,7 +263,7 @@ func TestDoneAfterRelease(t *testing.T) {
 func TestDoneWhenRefreshFindsItGone(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock := mustObtain(t, e.locker, key, time.Minute)
 	e.rdb.Del(context.Background(), key)
 	if err := lock.Refresh(context.Background(), time.Minute); !errors.Is(err, dlock.ErrNotHeld) {
@@ -278,8 +280,8 @@ func TestCloseEndsRenewedLocks(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	locker := dlock.New(e.rdb)
-	lock := obtainRenewed(t, locker, testKey(t), time.Minute)
-	plain := mustObtain(t, locker, testKey(t)+":plain", time.Minute)
+	lock := obtainRenewed(t, locker, testenv.Key(t), time.Minute)
+	plain := mustObtain(t, locker, testenv.Key(t)+":plain", time.Minute)
 	locker.Close()
 	waitDone(t, lock, time.Second)
 	if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) || !errors.Is(err, dlock.ErrClosed) {
@@ -288,7 +290,7 @@ func TestCloseEndsRenewedLocks(t *testing.T) {
 	if plain.Err() != nil {
 		t.Errorf("a lock without auto-renew ended on Close: %v", plain.Err())
 	}
-	if _, err := locker.TryObtain(context.Background(), testKey(t)+":after", time.Minute, dlock.WithAutoRenew(true)); !errors.Is(err, dlock.ErrClosed) {
+	if _, err := locker.TryObtain(context.Background(), testenv.Key(t)+":after", time.Minute, dlock.WithAutoRenew(true)); !errors.Is(err, dlock.ErrClosed) {
 		t.Errorf("TryObtain after Close = %v, want ErrClosed", err)
 	}
 }
@@ -297,7 +299,7 @@ func TestCloseEndsRenewedLocks(t *testing.T) {
 func TestAutoRenewAfterScriptFlush(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	const ttl = 300 * time.Millisecond
 	lock := obtainRenewed(t, e.locker, key, ttl)
 	e.rdb.ScriptFlush(context.Background())
@@ -319,8 +321,8 @@ func TestAutoRenewRetriesAtItsInterval(t *testing.T) {
 	})
 	var refreshes atomic.Int64
 	rdb.AddHook(pipelineCounter{&refreshes})
-	locker := newLocker(t, rdb)
-	lock := obtainRenewed(t, locker, testKey(t), ttl)
+	locker := lockenv.Locker(t, rdb)
+	lock := obtainRenewed(t, locker, testenv.Key(t), ttl)
 	srv.Kill()
 	waitDone(t, lock, 10*ttl)
 	if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) {
@@ -357,8 +359,8 @@ func TestRefreshSetsTheRenewedTTL(t *testing.T) {
 	rdb := srv.Client()
 	var pipelines atomic.Int64
 	rdb.AddHook(pipelineCounter{&pipelines})
-	locker := newLocker(t, rdb)
-	key := testKey(t)
+	locker := lockenv.Locker(t, rdb)
+	key := testenv.Key(t)
 	lock := obtainRenewed(t, locker, key, ttl)
 	if err := lock.Refresh(context.Background(), longer); err != nil {
 		t.Fatal(err)
@@ -367,7 +369,7 @@ func TestRefreshSetsTheRenewedTTL(t *testing.T) {
 		t.Errorf("Until is %v away after Refresh(%v), want more than the old ttl %v", left, longer, ttl)
 	}
 	renewals := pipelines.Load()
-	eventually(t, 10*time.Second, "two automatic refreshes after Refresh", func() bool {
+	testenv.Eventually(t, 10*time.Second, "two automatic refreshes after Refresh", func() bool {
 		return pipelines.Load() >= renewals+2
 	})
 	if pttl := srv.Client().PTTL(context.Background(), key).Val(); pttl <= ttl {
@@ -391,15 +393,15 @@ func TestRefreshDuringAutomaticRefresh(t *testing.T) {
 	rdb := srv.Client()
 	hold := &holdFirstPipeline{entered: make(chan struct{}), release: make(chan struct{})}
 	rdb.AddHook(hold)
-	locker := newLocker(t, rdb)
-	key := testKey(t)
+	locker := lockenv.Locker(t, rdb)
+	key := testenv.Key(t)
 	lock := obtainRenewed(t, locker, key, ttl)
 	<-hold.entered // the first automatic refresh, with ttl, waits to be sent
 	if err := lock.Refresh(context.Background(), longer); err != nil {
 		t.Fatal(err)
 	}
 	close(hold.release) // it lands after the Refresh: the key has ttl again
-	eventually(t, 10*time.Second, "the renewer sending the Refresh's ttl again", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the renewer sending the Refresh's ttl again", func() bool {
 		return srv.Client().PTTL(context.Background(), key).Val() > ttl
 	})
 	if left := time.Until(lock.Until()); left > longer {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -16,9 +18,9 @@ func TestReplicaAck(t *testing.T) {
 	primary := redistest.NewServer(t)
 	replica := redistest.NewReplica(t, primary)
 	rdb := primary.Client()
-	key := testKey(t)
+	key := testenv.Key(t)
 
-	locker := newLocker(t, rdb, dlock.WithReplicaAck(1, time.Second))
+	locker := lockenv.Locker(t, rdb, dlock.WithReplicaAck(1, time.Second))
 	lock, err := locker.TryObtain(context.Background(), key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -56,8 +58,8 @@ func TestReplicaAckBadInputs(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.NewServer(t).Client()
 	for _, opt := range []dlock.Option{dlock.WithReplicaAck(0, time.Second), dlock.WithReplicaAck(1, 0)} {
-		locker := newLocker(t, rdb, opt)
-		if _, err := locker.TryObtain(context.Background(), testKey(t), time.Minute); !errors.Is(err, dlock.ErrInvalidOption) {
+		locker := lockenv.Locker(t, rdb, opt)
+		if _, err := locker.TryObtain(context.Background(), testenv.Key(t), time.Minute); !errors.Is(err, dlock.ErrInvalidOption) {
 			t.Errorf("TryObtain with a bad WithReplicaAck = %v, want ErrInvalidOption", err)
 		}
 	}

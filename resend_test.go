@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -26,7 +28,7 @@ func TestConcurrentReleasesOfOneLock(t *testing.T) {
 		t.Run("renewed="+strconv.FormatBool(renewed), func(t *testing.T) {
 			ctx := context.Background()
 			for i := range 100 {
-				key := testKey(t) + ":" + strconv.Itoa(i)
+				key := testenv.Key(t) + ":" + strconv.Itoa(i)
 				lock, err := e.locker.TryObtain(ctx, key, time.Minute, dlock.WithAutoRenew(renewed))
 				if err != nil {
 					t.Fatal(err)
@@ -69,7 +71,7 @@ func TestRefreshConcurrentWithRelease(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	for i := range 50 {
-		lock := mustObtain(t, e.locker, testKey(t)+":"+strconv.Itoa(i), time.Minute)
+		lock := mustObtain(t, e.locker, testenv.Key(t)+":"+strconv.Itoa(i), time.Minute)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		wg.Go(func() {
@@ -96,10 +98,10 @@ func TestRefreshConcurrentWithRelease(t *testing.T) {
 func TestOutcomeUnknownWhenTheContextEnds(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock := mustObtain(t, e.locker, key, time.Minute)
 	e.srv.Pause()
-	err := lock.Release(timeout(t, 200*time.Millisecond))
+	err := lock.Release(testenv.Timeout(t, 200*time.Millisecond))
 	e.srv.Resume()
 	if !errors.Is(err, dlock.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Release while Redis is paused = %v, want ErrOutcomeUnknown and the context's error", err)
@@ -107,7 +109,7 @@ func TestOutcomeUnknownWhenTheContextEnds(t *testing.T) {
 	if errors.Is(err, dlock.ErrNotHeld) {
 		t.Errorf("Release = %v: it says not held, which it does not know", err)
 	}
-	eventually(t, 10*time.Second, "the release goes on in the background", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the release goes on in the background", func() bool {
 		return e.rdb.Exists(context.Background(), key).Val() == 0
 	})
 	if err := lock.Release(context.Background()); !errors.Is(err, dlock.ErrNotHeld) {
@@ -124,13 +126,13 @@ func TestOutcomeUnknownWhenTheContextEnds(t *testing.T) {
 func TestOutcomeUnknownReleaseOfARenewedLock(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock, err := e.locker.TryObtain(context.Background(), key, 3*time.Second, dlock.WithAutoRenew(true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.srv.Pause()
-	err = lock.Release(timeout(t, 100*time.Millisecond))
+	err = lock.Release(testenv.Timeout(t, 100*time.Millisecond))
 	e.srv.Resume()
 	if !errors.Is(err, dlock.ErrOutcomeUnknown) {
 		t.Fatalf("Release while Redis is paused = %v, want ErrOutcomeUnknown", err)
@@ -153,8 +155,8 @@ func TestOutcomeUnknownWhenTheClientGivesUp(t *testing.T) {
 	rdb := srv.Client(func(o *redis.Options) {
 		o.ReadTimeout, o.MaxRetries = 200*time.Millisecond, -1
 	})
-	locker := newLocker(t, rdb)
-	lock := mustObtain(t, locker, testKey(t), time.Minute)
+	locker := lockenv.Locker(t, rdb)
+	lock := mustObtain(t, locker, testenv.Key(t), time.Minute)
 	srv.Pause()
 	err := lock.Release(context.Background())
 	srv.Resume()
@@ -169,7 +171,7 @@ func TestOutcomeUnknownWhenTheClientGivesUp(t *testing.T) {
 	down := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = down.Close() })
 	srv.Kill()
-	_, err = newLocker(t, down).TryObtain(context.Background(), testKey(t), time.Minute)
+	_, err = lockenv.Locker(t, down).TryObtain(context.Background(), testenv.Key(t), time.Minute)
 	if err == nil || errors.Is(err, dlock.ErrOutcomeUnknown) {
 		t.Errorf("TryObtain on a server that refuses connections = %v, want an error of known outcome", err)
 	}
@@ -184,9 +186,9 @@ func TestReleaseResentByTheRedisClient(t *testing.T) {
 	srv := redistest.NewServer(t)
 	rdb := srv.Client() // go-redis's defaults: MaxRetries 3, ReadTimeout 5 s
 	warmPool(t, rdb, 4)
-	locker := newLocker(t, rdb)
+	locker := lockenv.Locker(t, rdb)
 	other := srv.Client(func(o *redis.Options) { o.ReadTimeout, o.MaxRetries = 30*time.Second, -1 })
-	key := testKey(t)
+	key := testenv.Key(t)
 	if err := mustObtain(t, locker, key+":warm", time.Minute).Release(context.Background()); err != nil {
 		t.Fatal(err) // the scripts are loaded now: a copy of EVALSHA does not fail with NOSCRIPT
 	}
@@ -263,10 +265,10 @@ func TestRecordWithUnknownOutcomeIsKept(t *testing.T) {
 	srv := redistest.NewServer(t)
 	locker := dlock.New(srv.Client())
 	t.Cleanup(func() { locker.Close() })
-	recordKey, lockKey := testKey(t)+":record", testKey(t)+":lock"
+	recordKey, lockKey := testenv.Key(t)+":record", testenv.Key(t)+":lock"
 	// Warm the connection and the scripts, so that both calls are sent
 	// while Redis is paused.
-	warm, err := locker.TryObtain(context.Background(), testKey(t)+":warm", time.Minute)
+	warm, err := locker.TryObtain(context.Background(), testenv.Key(t)+":warm", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,10 +279,10 @@ func TestRecordWithUnknownOutcomeIsKept(t *testing.T) {
 	var recordErr, lockErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_, recordErr = locker.TryObtain(timeout(t, 200*time.Millisecond), recordKey, time.Minute, dlock.AsRecord())
+		_, recordErr = locker.TryObtain(testenv.Timeout(t, 200*time.Millisecond), recordKey, time.Minute, dlock.AsRecord())
 	})
 	wg.Go(func() {
-		_, lockErr = locker.TryObtain(timeout(t, 200*time.Millisecond), lockKey, time.Minute)
+		_, lockErr = locker.TryObtain(testenv.Timeout(t, 200*time.Millisecond), lockKey, time.Minute)
 	})
 	wg.Wait()
 	srv.Resume()

@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"bufio"
 	"context"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"net"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ func TestRoundTripsPerCycle(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key := testKey(t)
+	key := testenv.Key(t)
 	// Warm up: connect, and load the scripts.
 	if err := mustObtain(t, e.locker, key, time.Minute).Release(ctx); err != nil {
 		t.Fatal(err)

@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 func TestRWMutexReadersAndWriter(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
-	rw := e.locker.RWMutex(testKey(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
+	rw := e.locker.RWMutex(testenv.Key(t))
 
 	var readers []*dlock.Lock
 	for range 3 {
@@ -64,21 +66,21 @@ func TestRWMutexReadersAndWriter(t *testing.T) {
 func TestRWMutexWriterWaitsAheadOfNewReaders(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 20*time.Second)
-	rw := e.locker.RWMutex(testKey(t))
+	ctx := testenv.Timeout(t, 20*time.Second)
+	rw := e.locker.RWMutex(testenv.Key(t))
 	first, err := rw.RLock(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wrote := make(chan *dlock.Lock, 1)
 	go func() {
-		w, err := newLocker(t, e.rdb).RWMutex(rw.Name()).Lock(ctx, time.Minute)
+		w, err := lockenv.Locker(t, e.rdb).RWMutex(rw.Name()).Lock(ctx, time.Minute)
 		if err != nil {
 			t.Errorf("Lock: %v", err)
 		}
 		wrote <- w
 	}()
-	eventually(t, 5*time.Second, "the writer waits", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the writer waits", func() bool {
 		info, _ := e.locker.Inspect(ctx, rw.Name())
 		return info.Waiters == 1
 	})
@@ -89,14 +91,14 @@ func TestRWMutexWriterWaitsAheadOfNewReaders(t *testing.T) {
 	read := make(chan *dlock.Lock, later)
 	for range later {
 		go func() {
-			r, err := newLocker(t, e.rdb).RWMutex(rw.Name()).RLock(ctx, time.Minute)
+			r, err := lockenv.Locker(t, e.rdb).RWMutex(rw.Name()).RLock(ctx, time.Minute)
 			if err != nil {
 				t.Errorf("RLock: %v", err)
 			}
 			read <- r
 		}()
 	}
-	eventually(t, 5*time.Second, "the readers wait", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the readers wait", func() bool {
 		info, _ := e.locker.Inspect(ctx, rw.Name())
 		return info.Waiters == 1+later
 	})
@@ -124,13 +126,13 @@ func TestRWMutexWriterWaitsAheadOfNewReaders(t *testing.T) {
 func TestRWMutexWriterNotStarved(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 30*time.Second)
-	name := testKey(t)
+	ctx := testenv.Timeout(t, 30*time.Second)
+	name := testenv.Key(t)
 	stop := make(chan struct{})
 	var reads atomic.Int64
 	var wg sync.WaitGroup
 	for range 4 {
-		rw := newLocker(t, e.rdb).RWMutex(name)
+		rw := lockenv.Locker(t, e.rdb).RWMutex(name)
 		wg.Go(func() {
 			for {
 				select {
@@ -150,7 +152,7 @@ func TestRWMutexWriterNotStarved(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, 5*time.Second, "readers read", func() bool { return reads.Load() > 20 })
+	testenv.Eventually(t, 5*time.Second, "readers read", func() bool { return reads.Load() > 20 })
 	writer := e.locker.RWMutex(name)
 	for range 3 {
 		w, err := writer.Lock(ctx, time.Minute)
@@ -172,8 +174,8 @@ func TestRWMutexWriterNotStarved(t *testing.T) {
 func TestRWMutexReaderExpiresAlone(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
-	rw := e.locker.RWMutex(testKey(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
+	rw := e.locker.RWMutex(testenv.Key(t))
 	short, err := rw.TryRLock(ctx, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +185,7 @@ func TestRWMutexReaderExpiresAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-short.Done() // its validity ran out
-	eventually(t, 5*time.Second, "the short hold expired", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the short hold expired", func() bool {
 		info, _ := e.locker.Inspect(ctx, rw.Name())
 		return len(info.Holders) == 1 && info.Holders[0].Fingerprint == long.Fingerprint()
 	})
@@ -208,11 +210,11 @@ func TestRWMutexReaderExpiresAlone(t *testing.T) {
 func TestRWMutexBadInputs(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	if _, err := e.locker.RWMutex("").RLock(ctx, time.Minute); !errors.Is(err, dlock.ErrInvalidKey) {
 		t.Errorf("empty name: %v, want ErrInvalidKey", err)
 	}
-	rw := e.locker.RWMutex(testKey(t))
+	rw := e.locker.RWMutex(testenv.Key(t))
 	if _, err := rw.Lock(ctx, 0); !errors.Is(err, dlock.ErrInvalidTTL) {
 		t.Errorf("ttl 0: %v, want ErrInvalidTTL", err)
 	}
@@ -245,8 +247,8 @@ func TestRWMutexBadInputs(t *testing.T) {
 func TestRWMutexOnRedlock(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
-	ctx := timeout(t, 10*time.Second)
-	rw := e.locker.RWMutex(testKey(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
+	rw := e.locker.RWMutex(testenv.Key(t))
 	r1, err := rw.TryRLock(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)

@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 func TestSemaphoreAcquireAndRelease(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
-	sem := e.locker.Semaphore(testKey(t), 3)
+	ctx := testenv.Timeout(t, 10*time.Second)
+	sem := e.locker.Semaphore(testenv.Key(t), 3)
 
 	var permits []*dlock.Lock
 	var last int64
@@ -82,8 +84,8 @@ func TestSemaphoreAcquireAndRelease(t *testing.T) {
 func TestSemaphorePermitIsALock(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
-	sem := e.locker.Semaphore(testKey(t), 2)
+	ctx := testenv.Timeout(t, 10*time.Second)
+	sem := e.locker.Semaphore(testenv.Key(t), 2)
 
 	p, err := sem.Acquire(ctx, 300*time.Millisecond, dlock.WithAutoRenew(true))
 	if err != nil {
@@ -133,14 +135,14 @@ func TestSemaphorePermitIsALock(t *testing.T) {
 func TestSemaphoreContention(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 30*time.Second)
+	ctx := testenv.Timeout(t, 30*time.Second)
 	const limit, workers, rounds = 3, 12, 5
-	lockers := []*dlock.Client{e.locker, newLocker(t, e.rdb), newLocker(t, e.srv.Client())}
+	lockers := []*dlock.Client{e.locker, lockenv.Locker(t, e.rdb), lockenv.Locker(t, e.srv.Client())}
 	var inside, most, done atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			sem := lockers[w%len(lockers)].Semaphore(testKey(t), limit)
+			sem := lockers[w%len(lockers)].Semaphore(testenv.Key(t), limit)
 			for range rounds {
 				err := sem.Do(ctx, 10*time.Second, func(context.Context) error {
 					n := inside.Add(1)
@@ -171,21 +173,21 @@ func TestSemaphoreContention(t *testing.T) {
 func TestSemaphoreWaiterWokenByRelease(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
-	sem := e.locker.Semaphore(testKey(t), 1)
+	ctx := testenv.Timeout(t, 10*time.Second)
+	sem := e.locker.Semaphore(testenv.Key(t), 1)
 	held, err := sem.TryAcquire(ctx, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		p, err := newLocker(t, e.rdb).Semaphore(sem.Name(), 1).Acquire(ctx, time.Minute, dlock.WithBackoff(dlock.FixedBackoff(time.Hour)))
+		p, err := lockenv.Locker(t, e.rdb).Semaphore(sem.Name(), 1).Acquire(ctx, time.Minute, dlock.WithBackoff(dlock.FixedBackoff(time.Hour)))
 		if err == nil {
 			err = p.Release(context.Background())
 		}
 		got <- err
 	}()
-	eventually(t, 5*time.Second, "the waiter queued", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the waiter queued", func() bool {
 		info, _ := e.locker.Inspect(ctx, sem.Name())
 		return info.Waiters == 1
 	})
@@ -201,15 +203,15 @@ func TestSemaphoreWaiterWokenByRelease(t *testing.T) {
 func TestSemaphoreFairOrder(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 20*time.Second)
-	name := testKey(t)
+	ctx := testenv.Timeout(t, 20*time.Second)
+	name := testenv.Key(t)
 	held, err := e.locker.Semaphore(name, 1).TryAcquire(ctx, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	order := make(chan int, 3)
 	for i := range 3 {
-		sem := newLocker(t, e.rdb).Semaphore(name, 1)
+		sem := lockenv.Locker(t, e.rdb).Semaphore(name, 1)
 		go func() {
 			p, err := sem.Acquire(ctx, time.Minute, dlock.WithFair())
 			if err != nil {
@@ -220,7 +222,7 @@ func TestSemaphoreFairOrder(t *testing.T) {
 			order <- i
 			_ = p.Release(context.Background())
 		}()
-		eventually(t, 5*time.Second, "the waiter queued", func() bool {
+		testenv.Eventually(t, 5*time.Second, "the waiter queued", func() bool {
 			info, _ := e.locker.Inspect(ctx, name)
 			return info.Waiters == i+1
 		})
@@ -240,9 +242,9 @@ func TestSemaphoreFairOrder(t *testing.T) {
 func TestSemaphorePermitLapses(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
-	name := testKey(t)
-	crashed := newLocker(t, e.rdb)
+	ctx := testenv.Timeout(t, 10*time.Second)
+	name := testenv.Key(t)
+	crashed := lockenv.Locker(t, e.rdb)
 	if _, err := crashed.Semaphore(name, 1).TryAcquire(ctx, 200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -259,8 +261,8 @@ func TestSemaphorePermitLapses(t *testing.T) {
 func TestSemaphoreBadInputs(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
-	name := testKey(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
+	name := testenv.Key(t)
 	for _, limit := range []int{0, -1} {
 		if _, err := e.locker.Semaphore(name, limit).TryAcquire(ctx, time.Minute); !errors.Is(err, dlock.ErrInvalidOption) {
 			t.Errorf("limit %d: %v, want ErrInvalidOption", limit, err)
@@ -305,7 +307,7 @@ func TestSemaphoreBadInputs(t *testing.T) {
 func TestKindsDoNotMix(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	try := map[string]func(name string) (*dlock.Lock, error){
 		"lock": func(name string) (*dlock.Lock, error) { return e.locker.TryObtain(ctx, name, time.Minute) },
 		"semaphore": func(name string) (*dlock.Lock, error) {
@@ -321,7 +323,7 @@ func TestKindsDoNotMix(t *testing.T) {
 		{"write", "lock"}: true, {"write", "semaphore"}: true,
 	}
 	for pair := range conflicts {
-		name := testKey(t) + ":" + pair[0] + ":" + pair[1]
+		name := testenv.Key(t) + ":" + pair[0] + ":" + pair[1]
 		first, err := try[pair[0]](name)
 		if err != nil {
 			t.Fatalf("%s: %v", pair[0], err)
@@ -333,11 +335,11 @@ func TestKindsDoNotMix(t *testing.T) {
 			t.Errorf("the %s after a %s tried: %v", pair[0], pair[1], err)
 		}
 	}
-	if err := e.rdb.HSet(ctx, testKey(t)+":hash", "f", "v").Err(); err != nil {
+	if err := e.rdb.HSet(ctx, testenv.Key(t)+":hash", "f", "v").Err(); err != nil {
 		t.Fatal(err)
 	}
 	for kind, f := range try {
-		if _, err := f(testKey(t) + ":hash"); !errors.Is(err, dlock.ErrWrongType) {
+		if _, err := f(testenv.Key(t) + ":hash"); !errors.Is(err, dlock.ErrWrongType) {
 			t.Errorf("%s on a hash: %v, want ErrWrongType", kind, err)
 		}
 	}
@@ -348,8 +350,8 @@ func TestKindsDoNotMix(t *testing.T) {
 func TestSemaphoreRedisPaused(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 20*time.Second)
-	sem := e.locker.Semaphore(testKey(t), 2)
+	ctx := testenv.Timeout(t, 20*time.Second)
+	sem := e.locker.Semaphore(testenv.Key(t), 2)
 	held, err := sem.TryAcquire(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -381,8 +383,8 @@ func TestSemaphoreRedisPaused(t *testing.T) {
 func TestSemaphoreRedisRestarted(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 20*time.Second)
-	sem := e.locker.Semaphore(testKey(t), 1)
+	ctx := testenv.Timeout(t, 20*time.Second)
+	sem := e.locker.Semaphore(testenv.Key(t), 1)
 	p, err := sem.Acquire(ctx, 300*time.Millisecond, dlock.WithAutoRenew(true))
 	if err != nil {
 		t.Fatal(err)
@@ -405,8 +407,8 @@ func TestSemaphoreRedisRestarted(t *testing.T) {
 func TestSemaphoreOnRedlock(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
-	ctx := timeout(t, 10*time.Second)
-	name := testKey(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
+	name := testenv.Key(t)
 	if _, err := e.locker.Semaphore(name, 2).TryAcquire(ctx, time.Minute); !errors.Is(err, dlock.ErrInvalidOption) {
 		t.Errorf("a limit of 2 on Redlock: %v, want ErrInvalidOption", err)
 	}
@@ -443,8 +445,8 @@ func TestSemaphoreOnRedlock(t *testing.T) {
 
 func TestSharedHoldsOnCluster(t *testing.T) {
 	t.Parallel()
-	ctx := timeout(t, 20*time.Second)
-	locker := newLocker(t, newCluster(t))
+	ctx := testenv.Timeout(t, 20*time.Second)
+	locker := lockenv.Locker(t, newCluster(t))
 	for _, name := range []string{"sem:42", "{user:7}:sem", "a}b", "a{}b"} {
 		p, err := locker.Semaphore(name, 2).Acquire(ctx, time.Minute)
 		if err != nil {
@@ -476,12 +478,12 @@ func TestSharedHoldsOnCluster(t *testing.T) {
 	}
 }
 
-// The README's code runs: exports through the semaphore, reads and a
+// The code of docs/locks.md runs: exports through the semaphore, reads and a
 // write through the RW lock.
 func TestSharedReadmeCode(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	var exported atomic.Int64
 	if err := exportAll(ctx, e.locker, []string{"a", "b", "c", "d"}, func(context.Context, string) error {
 		exported.Add(1)
@@ -502,8 +504,8 @@ func TestSharedReadmeCode(t *testing.T) {
 func TestScanFindsEveryKind(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
-	prefix := testKey(t) + ":"
+	ctx := testenv.Timeout(t, 10*time.Second)
+	prefix := testenv.Key(t) + ":"
 	if _, err := e.locker.TryObtain(ctx, prefix+"lock", time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -536,21 +538,21 @@ func TestScanFindsEveryKind(t *testing.T) {
 func TestSemaphoreConnectionsCut(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 20*time.Second)
-	name := testKey(t)
+	ctx := testenv.Timeout(t, 20*time.Second)
+	name := testenv.Key(t)
 	held, err := e.locker.Semaphore(name, 1).TryAcquire(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		p, err := newLocker(t, e.rdb).Semaphore(name, 1).Acquire(ctx, time.Minute)
+		p, err := lockenv.Locker(t, e.rdb).Semaphore(name, 1).Acquire(ctx, time.Minute)
 		if err == nil {
 			err = p.Release(context.Background())
 		}
 		got <- err
 	}()
-	eventually(t, 5*time.Second, "the waiter queued", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the waiter queued", func() bool {
 		info, _ := e.locker.Inspect(ctx, name)
 		return info.Waiters == 1
 	})

@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -20,9 +22,9 @@ func TestSentinelFailoverClient(t *testing.T) {
 	sentinel := redistest.NewSentinel(t, "locks", primary)
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "locks", SentinelAddrs: []string{sentinel.Addr()}})
 	t.Cleanup(func() { rdb.Close() })
-	locker := newLocker(t, rdb)
-	ctx := timeout(t, 10*time.Second)
-	key := testKey(t)
+	locker := lockenv.Locker(t, rdb)
+	ctx := testenv.Timeout(t, 10*time.Second)
+	key := testenv.Key(t)
 
 	lock, err := locker.TryObtain(ctx, key, time.Minute)
 	if err != nil {

@@ -70,7 +70,7 @@ func ExampleRWMutex() {
 	// done: <nil>
 }
 
-// exportAll runs the README's semaphore code: every report is exported,
+// exportAll runs the semaphore code of docs/locks.md: every report is exported,
 // at most three at a time across every instance.
 func exportAll(ctx context.Context, locker *dlock.Client, reports []string, export func(context.Context, string) error) error {
 	for _, report := range reports {
@@ -85,7 +85,7 @@ func exportAll(ctx context.Context, locker *dlock.Client, reports []string, expo
 	return nil
 }
 
-// readPrice and setPrice run the README's RW lock code.
+// readPrice and setPrice run the RW lock code of docs/locks.md.
 func readPrice(ctx context.Context, locker *dlock.Client, read func(context.Context) error) error {
 	prices := locker.RWMutex("prices")
 	hold, err := prices.RLock(ctx, 10*time.Second) // many readers at once

@@ -13,7 +13,7 @@ import (
 
 // checkout sells one unit of sku to order: reserve it, take the payment,
 // then commit the sale, or cancel it so that the unit goes back on sale.
-// (The README shows this function; package stock's own examples are in
+// (docs/packages.md shows this function; package stock's own examples are in
 // stock/example_test.go.)
 func checkout(ctx context.Context, inv *stock.Inventory, sku, order string, pay func() error) error {
 	err := inv.Reserve(ctx, sku, order, 1, 10*time.Minute)

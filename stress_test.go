@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // Several Clients, each with many goroutines, increment a counter in Redis
@@ -17,13 +19,13 @@ func TestMutualExclusionStress(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	const clients, goroutines, rounds = 4, 8, 12
-	key, counter := testKey(t), testKey(t)+":counter"
-	ctx := timeout(t, time.Minute)
+	key, counter := testenv.Key(t), testenv.Key(t)+":counter"
+	ctx := testenv.Timeout(t, time.Minute)
 
 	var wg sync.WaitGroup
 	var inside sync.Mutex // TryLock fails if two holders overlap in this process
 	for range clients {
-		locker := newLocker(t, e.srv.Client())
+		locker := lockenv.Locker(t, e.srv.Client())
 		for range goroutines {
 			wg.Go(func() {
 				for range rounds {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // values that the scripts' separators must not confuse: colons (queue
@@ -23,7 +25,7 @@ func TestWithValue(t *testing.T) {
 	e := setup(t)
 	ctx := t.Context()
 	for i, v := range awkwardValues {
-		key := testKey(t) + ":" + string(rune('a'+i))
+		key := testenv.Key(t) + ":" + string(rune('a'+i))
 		lock, err := e.locker.TryObtain(ctx, key, time.Minute, dlock.WithValue(v))
 		if err != nil {
 			t.Fatalf("TryObtain WithValue(%q): %v", v, err)
@@ -50,7 +52,7 @@ func TestWithValue(t *testing.T) {
 func TestWithValueInvalid(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	_, err := e.locker.TryObtain(t.Context(), testKey(t), time.Minute, dlock.WithValue(strings.Repeat("v", dlock.MaxValueLen+1)))
+	_, err := e.locker.TryObtain(t.Context(), testenv.Key(t), time.Minute, dlock.WithValue(strings.Repeat("v", dlock.MaxValueLen+1)))
 	if !errors.Is(err, dlock.ErrInvalidOption) {
 		t.Errorf("TryObtain with a value over MaxValueLen = %v, want ErrInvalidOption", err)
 	}
@@ -60,7 +62,7 @@ func TestWithValueInvalid(t *testing.T) {
 func TestValueWithoutWithValue(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	lock := mustObtain(t, e.locker, key, time.Minute)
 	if v := lock.Value(); v != "" {
 		t.Errorf("Value() of a lock without WithValue = %q", v)
@@ -84,7 +86,7 @@ func TestValueWithoutWithValue(t *testing.T) {
 func TestWithValueThroughTheQueue(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	first, err := e.locker.TryObtain(t.Context(), key, time.Minute, dlock.WithValue("first:holder"))
 	if err != nil {
 		t.Fatal(err)
@@ -117,16 +119,16 @@ func TestWithValueThroughTheQueue(t *testing.T) {
 func TestWithValueRedlock(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
-	lock, err := e.locker.TryObtain(t.Context(), testKey(t), time.Minute, dlock.WithValue("node:7"))
+	lock, err := e.locker.TryObtain(t.Context(), testenv.Key(t), time.Minute, dlock.WithValue("node:7"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lock.Release(t.Context())
-	info, err := e.locker.Inspect(t.Context(), testKey(t))
+	info, err := e.locker.Inspect(t.Context(), testenv.Key(t))
 	if err != nil || info.Value() != "node:7" || lock.Value() != "node:7" {
 		t.Errorf("Value() of a Redlock lock: %q and %q (%v), want node:7", lock.Value(), info.Value(), err)
 	}
-	for info, err := range e.locker.Scan(t.Context(), testKey(t)) {
+	for info, err := range e.locker.Scan(t.Context(), testenv.Key(t)) {
 		if err != nil || info.Value() != "node:7" {
 			t.Errorf("Scan: Value() = %q, %v", info.Value(), err)
 		}
@@ -139,8 +141,8 @@ func TestWithValueRedlock(t *testing.T) {
 func TestHolderName(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := timeout(t, 10*time.Second)
-	key := testKey(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
+	key := testenv.Key(t)
 	before := time.Now()
 	lock := mustObtain(t, e.locker, key, time.Minute)
 	info, err := e.locker.Inspect(ctx, key)
@@ -159,7 +161,7 @@ func TestHolderName(t *testing.T) {
 	for _, tc := range []struct{ name, value string }{
 		{"billing-7", ""}, {"a.b:c%d~e f", "v.1:2%3~"}, {"", "only a value"}, {"only a name", ""},
 	} {
-		locker := newLocker(t, e.rdb, dlock.WithHolderName(tc.name))
+		locker := lockenv.Locker(t, e.rdb, dlock.WithHolderName(tc.name))
 		lock, err := locker.TryObtain(ctx, key, time.Minute, dlock.WithValue(tc.value))
 		if err != nil {
 			t.Fatal(err)
@@ -178,7 +180,7 @@ func TestHolderName(t *testing.T) {
 		_ = sem.Release(ctx)
 		_ = lock.Release(ctx)
 	}
-	if _, err := newLocker(t, e.rdb, dlock.WithHolderName(strings.Repeat("x", dlock.MaxHolderNameLen+1))).TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrInvalidOption) {
+	if _, err := lockenv.Locker(t, e.rdb, dlock.WithHolderName(strings.Repeat("x", dlock.MaxHolderNameLen+1))).TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrInvalidOption) {
 		t.Errorf("a name over MaxHolderNameLen: %v, want ErrInvalidOption", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // expiryGapBound is how long after the holder's expiry, in the server's
@@ -60,7 +62,7 @@ func checkObtainedAfterExpiry(t *testing.T, lock *dlock.Lock, expiry int64) {
 func obtainLock(t *testing.T, locker *dlock.Client, key string, ttl time.Duration, opts ...dlock.ObtainOption) <-chan *dlock.Lock {
 	got := make(chan *dlock.Lock, 1)
 	go func() {
-		lock, err := locker.Obtain(timeout(t, 10*time.Second), key, ttl, opts...)
+		lock, err := locker.Obtain(testenv.Timeout(t, 10*time.Second), key, ttl, opts...)
 		if err != nil {
 			t.Error(err)
 		}
@@ -101,7 +103,7 @@ func (freezeScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func TestWaiterBehindAFrozenOneWakesOnExpiry(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	const ttl = time.Second
 	// A holder that never releases, as one that froze; first for long
 	// enough that the first waiter joins the queue, whatever the machine.
@@ -111,9 +113,9 @@ func TestWaiterBehindAFrozenOneWakesOnExpiry(t *testing.T) {
 	frozenRdb := e.srv.Client()
 	hook := freezeScripts{frozen: make(chan struct{}), thaw: make(chan struct{})}
 	frozenRdb.AddHook(hook)
-	frozen := newLocker(t, frozenRdb)
+	frozen := lockenv.Locker(t, frozenRdb)
 	t.Cleanup(func() { close(hook.thaw) }) // before Close, which waits for the frozen call
-	go func() { _, _ = frozen.Obtain(timeout(t, 10*time.Second), key, ttl, noPolling) }()
+	go func() { _, _ = frozen.Obtain(testenv.Timeout(t, 10*time.Second), key, ttl, noPolling) }()
 	waitQueued(t, e.rdb, key, 1)
 	close(hook.frozen) // its next try never reaches Redis
 
@@ -124,7 +126,7 @@ func TestWaiterBehindAFrozenOneWakesOnExpiry(t *testing.T) {
 	}
 	expiry := serverExpiry(t, e.rdb, key)
 	var attempts atomic.Int64
-	second := newLocker(t, e.srv.Client(), dlock.WithObserver(dlock.ObserverFunc(func(ev dlock.Event) {
+	second := lockenv.Locker(t, e.srv.Client(), dlock.WithObserver(dlock.ObserverFunc(func(ev dlock.Event) {
 		if ev.Type == dlock.EventObtain {
 			attempts.Store(int64(ev.Attempts))
 		}
@@ -147,13 +149,13 @@ func TestWaiterBehindAFrozenOneWakesOnExpiry(t *testing.T) {
 func TestWaiterBehindAFrozenHandoverWakesOnExpiry(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	const ttl = time.Second // shorter than FairLease: the handover needs no round trip
 	holder := mustObtain(t, e.locker, key, ttl)
 
-	handedOver := obtainLock(t, newLocker(t, e.srv.Client()), key, ttl, dlock.WithFair(), noPolling)
+	handedOver := obtainLock(t, lockenv.Locker(t, e.srv.Client()), key, ttl, dlock.WithFair(), noPolling)
 	waitQueued(t, e.rdb, key, 1)
-	got := obtainLock(t, newLocker(t, e.srv.Client()), key, ttl, noPolling)
+	got := obtainLock(t, lockenv.Locker(t, e.srv.Client()), key, ttl, noPolling)
 	waitQueued(t, e.rdb, key, 2)
 	if err := holder.Release(context.Background()); err != nil {
 		t.Fatal(err)
@@ -172,13 +174,13 @@ func TestWaiterBehindAFrozenHandoverWakesOnExpiry(t *testing.T) {
 func TestWaiterBehindAFrozenHolderWakesOnExpiry(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	const ttl = time.Second
 	holder := mustObtain(t, e.locker, key, ttl)
 
-	first := obtainLock(t, newLocker(t, e.srv.Client()), key, ttl, noPolling)
+	first := obtainLock(t, lockenv.Locker(t, e.srv.Client()), key, ttl, noPolling)
 	waitQueued(t, e.rdb, key, 1)
-	got := obtainLock(t, newLocker(t, e.srv.Client()), key, ttl, noPolling)
+	got := obtainLock(t, lockenv.Locker(t, e.srv.Client()), key, ttl, noPolling)
 	waitQueued(t, e.rdb, key, 2)
 	if err := holder.Release(context.Background()); err != nil { // wakes the first alone
 		t.Fatal(err)
@@ -225,16 +227,16 @@ func TestWaitersWakeOnExpiryWhileRedisPaused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
-			key := testKey(t)
+			key := testenv.Key(t)
 			const ttl = time.Second
 			holder := mustObtain(t, e.locker, key, 3*ttl/2) // it never releases
 
 			var holders, overlaps atomic.Int32
 			done := make(chan error, 3)
 			for range 3 {
-				locker := newLocker(t, e.srv.Client(tc.options))
+				locker := lockenv.Locker(t, e.srv.Client(tc.options))
 				go func() {
-					lock, err := locker.Obtain(timeout(t, 30*time.Second), key, ttl, noPolling)
+					lock, err := locker.Obtain(testenv.Timeout(t, 30*time.Second), key, ttl, noPolling)
 					if err == nil {
 						if holders.Add(1) > 1 {
 							overlaps.Add(1)
@@ -248,7 +250,7 @@ func TestWaitersWakeOnExpiryWhileRedisPaused(t *testing.T) {
 			}
 			// All three in the queue, unless the holder's lock ran out first
 			// (a machine too busy for the case to arise).
-			eventually(t, 5*time.Second, "three waiters queued", func() bool {
+			testenv.Eventually(t, 5*time.Second, "three waiters queued", func() bool {
 				return e.rdb.ZCard(context.Background(), queueKey(key)).Val() == 3 || value(t, e.rdb, key) != holder.Token()
 			})
 			e.srv.Pause()
@@ -270,9 +272,9 @@ func TestWaitersWakeOnExpiryWhileRedisPaused(t *testing.T) {
 			if n := overlaps.Load(); n > 0 {
 				t.Errorf("%d times two waiters held the lock at once", n)
 			}
-			eventually(t, 5*time.Second, "no lock left", func() bool { return value(t, e.rdb, key) == "" })
+			testenv.Eventually(t, 5*time.Second, "no lock left", func() bool { return value(t, e.rdb, key) == "" })
 			if tc.name == "defaults" {
-				eventually(t, 5*time.Second, "no queue left", func() bool {
+				testenv.Eventually(t, 5*time.Second, "no queue left", func() bool {
 					return e.rdb.ZCard(context.Background(), queueKey(key)).Val() == 0
 				})
 			}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // noPolling is a Backoff so long that only a release message, or the
@@ -17,7 +19,7 @@ var noPolling = dlock.WithBackoff(dlock.FixedBackoff(time.Minute))
 func obtainAsync(t *testing.T, locker *dlock.Client, key string, opts ...dlock.ObtainOption) <-chan time.Time {
 	got := make(chan time.Time, 1)
 	go func() {
-		lock, err := locker.Obtain(timeout(t, 10*time.Second), key, time.Minute, opts...)
+		lock, err := locker.Obtain(testenv.Timeout(t, 10*time.Second), key, time.Minute, opts...)
 		if err != nil {
 			t.Error(err)
 			got <- time.Time{}
@@ -53,9 +55,9 @@ func TestWakeOnRelease(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
-			key := testKey(t)
+			key := testenv.Key(t)
 			holder := mustObtain(t, e.locker, key, time.Minute)
-			got := obtainAsync(t, newLocker(t, e.srv.Client()), key, mode.opts...)
+			got := obtainAsync(t, lockenv.Locker(t, e.srv.Client()), key, mode.opts...)
 			waitSubscribed(t, e, key)
 			time.Sleep(20 * time.Millisecond) // the waiter is asleep now
 			released := time.Now()
@@ -73,7 +75,7 @@ func TestWakeOnRelease(t *testing.T) {
 func TestWakeOnExpiry(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	const ttl = 300 * time.Millisecond
 	start := time.Now()
 	mustObtain(t, e.locker, key, ttl)
@@ -88,7 +90,7 @@ func TestWakeOnExpiry(t *testing.T) {
 func TestWakeAfterSilentRelease(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	e.rdb.Set(context.Background(), key, "held by another library", time.Minute)
 	got := obtainAsync(t, e.locker, key, dlock.WithBackoff(dlock.FixedBackoff(50*time.Millisecond)))
 	waitSubscribed(t, e, key)
@@ -104,9 +106,9 @@ func TestWakeAfterSilentRelease(t *testing.T) {
 func TestWakeAfterSubscriberCut(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
-	got := obtainAsync(t, newLocker(t, e.srv.Client()), key, noPolling)
+	got := obtainAsync(t, lockenv.Locker(t, e.srv.Client()), key, noPolling)
 	waitSubscribed(t, e, key)
 	if err := e.rdb.Do(context.Background(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)
@@ -124,7 +126,7 @@ func TestWakeAfterSubscriberCut(t *testing.T) {
 func TestWaitersShareSubscription(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
 	var got []<-chan time.Time
 	for range 5 {

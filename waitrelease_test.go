@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // WaitRelease returns at once for a free lock, and otherwise when the
@@ -15,21 +17,21 @@ import (
 func TestWaitRelease(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
-	if err := e.locker.WaitRelease(timeout(t, 5*time.Second), key); err != nil {
+	key := testenv.Key(t)
+	if err := e.locker.WaitRelease(testenv.Timeout(t, 5*time.Second), key); err != nil {
 		t.Fatalf("WaitRelease of a free lock: %v", err)
 	}
 	for _, queued := range []bool{false, true} {
 		holder := mustObtain(t, e.locker, key, time.Minute)
-		watcher := newLocker(t, e.srv.Client())
+		watcher := lockenv.Locker(t, e.srv.Client())
 		done := make(chan error, 1)
 		before := watchers(e, key)
-		go func() { done <- watcher.WaitRelease(timeout(t, 30*time.Second), key) }()
+		go func() { done <- watcher.WaitRelease(testenv.Timeout(t, 30*time.Second), key) }()
 		waitWatching(t, e, key, before)
 		next := make(chan *dlock.Lock, 1)
 		if queued {
 			go func() {
-				lock, err := newLocker(t, e.srv.Client()).Obtain(timeout(t, 30*time.Second), key, time.Minute)
+				lock, err := lockenv.Locker(t, e.srv.Client()).Obtain(testenv.Timeout(t, 30*time.Second), key, time.Minute)
 				if err != nil {
 					t.Error(err)
 				}
@@ -63,20 +65,20 @@ func TestWaitRelease(t *testing.T) {
 func TestWaitReleaseEnds(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
 	defer holder.Release(context.Background())
-	err := e.locker.WaitRelease(timeout(t, 100*time.Millisecond), key)
+	err := e.locker.WaitRelease(testenv.Timeout(t, 100*time.Millisecond), key)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("WaitRelease of a held lock, ctx ending = %v, want DeadlineExceeded", err)
 	}
 	if err := e.locker.WaitRelease(context.Background(), ""); !errors.Is(err, dlock.ErrInvalidKey) {
 		t.Errorf("WaitRelease(\"\") = %v, want ErrInvalidKey", err)
 	}
-	closed := newLocker(t, e.srv.Client())
+	closed := lockenv.Locker(t, e.srv.Client())
 	done := make(chan error, 1)
 	before := watchers(e, key)
-	go func() { done <- closed.WaitRelease(timeout(t, 30*time.Second), key) }()
+	go func() { done <- closed.WaitRelease(testenv.Timeout(t, 30*time.Second), key) }()
 	waitWatching(t, e, key, before)
 	closed.Close()
 	if err := <-done; !errors.Is(err, dlock.ErrClosed) {
@@ -88,13 +90,13 @@ func TestWaitReleaseEnds(t *testing.T) {
 func TestWaitReleaseRedlock(t *testing.T) {
 	t.Parallel()
 	e := setupQuorum(t, 3)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder, err := e.locker.TryObtain(context.Background(), key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- newRedlock(t, e.rdbs).WaitRelease(timeout(t, 30*time.Second), key) }()
+	go func() { done <- newRedlock(t, e.rdbs).WaitRelease(testenv.Timeout(t, 30*time.Second), key) }()
 	time.Sleep(50 * time.Millisecond) // let it start waiting: a release before that is fine too
 	if err := holder.Release(context.Background()); err != nil {
 		t.Fatal(err)
@@ -108,7 +110,7 @@ func TestWaitReleaseRedlock(t *testing.T) {
 func waitWatching(t *testing.T, e *env, key string, before int64) {
 	t.Helper()
 	channel := "dlock:watch{" + key + "}"
-	eventually(t, 5*time.Second, "a new subscriber of "+channel, func() bool {
+	testenv.Eventually(t, 5*time.Second, "a new subscriber of "+channel, func() bool {
 		return watchers(e, key) > before
 	})
 }

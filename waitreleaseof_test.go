@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // WaitReleaseOf waits for the holder it names only: it returns at once when
@@ -14,9 +16,9 @@ import (
 func TestWaitReleaseOf(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	key := testKey(t)
+	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
-	if err := e.locker.WaitReleaseOf(timeout(t, 5*time.Second), key, "someone-else"); err != nil {
+	if err := e.locker.WaitReleaseOf(testenv.Timeout(t, 5*time.Second), key, "someone-else"); err != nil {
 		t.Fatalf("WaitReleaseOf a holder that has not the lock: %v", err)
 	}
 	if err := e.locker.WaitReleaseOf(t.Context(), key, ""); !errors.Is(err, dlock.ErrInvalidOption) {
@@ -25,12 +27,12 @@ func TestWaitReleaseOf(t *testing.T) {
 	done := make(chan error, 1)
 	before := watchers(e, key)
 	go func() {
-		done <- newLocker(t, e.srv.Client()).WaitReleaseOf(timeout(t, 30*time.Second), key, holder.Fingerprint())
+		done <- lockenv.Locker(t, e.srv.Client()).WaitReleaseOf(testenv.Timeout(t, 30*time.Second), key, holder.Fingerprint())
 	}()
 	waitWatching(t, e, key, before)
 	next := make(chan *dlock.Lock, 1)
 	go func() {
-		lock, err := newLocker(t, e.srv.Client()).Obtain(timeout(t, 30*time.Second), key, time.Minute)
+		lock, err := lockenv.Locker(t, e.srv.Client()).Obtain(testenv.Timeout(t, 30*time.Second), key, time.Minute)
 		if err != nil {
 			t.Error(err)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/dlock-go/dlock/cachefill"
 )
 
-// StampedeConfig sets up the stampede of issue 15: Goroutines goroutines
+// StampedeConfig sets up a cache stampede: Goroutines goroutines
 // spread over Processes simulated processes, each with its own go-redis
 // client and its own cache, Get a cold key at once; loading it takes Load.
 // Each of Rounds rounds uses a key of its own, after one warm-up round.

@@ -12,14 +12,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SaleConfig sets up the flash sale of issue 13 (seed 004): Items units,
+// SaleConfig sets up a flash sale: Items units,
 // Buyers buyers who want one each, served by Goroutines goroutines spread
 // over Clients go-redis clients (as several service instances would be),
 // Rounds sales one after the other, each on a key of its own.
 type SaleConfig struct {
 	Items, Buyers, Goroutines, Clients, Rounds int
 	// MaxRetries bounds the retries of one buyer where an approach retries
-	// (WATCH): a buyer past it gives up (the seeds retry for ever).
+	// (WATCH): a buyer past it gives up (a plain WATCH loop retries for ever).
 	MaxRetries int
 }
 
@@ -64,10 +64,10 @@ type SaleRow struct {
 	New  func(clients []*redis.Client, cfg SaleConfig) saleApproach
 }
 
-// SaleRows are the seeds' approaches, then package stock's.
+// SaleRows are the usual approaches to a sale, then package stock's.
 func SaleRows() []SaleRow {
 	return []SaleRow{
-		{"naive", "`GET`, then `SET` one less if positive, no lock: the seeds' first try", newNaiveSale},
+		{"naive", "`GET`, then `SET` one less if positive, no lock", newNaiveSale},
 		{"dlock-lock", "dlock `Obtain` (default mode, blocking) around the `GET`/`SET`, then `Release`", newLockedSale},
 		{"watch", "go-redis `Watch`: `GET`, then `MULTI`/`SET`/`EXEC`, retried on `TxFailedErr`", newWatchSale},
 		{"decr", "`DECR`; below zero, `INCR` back (the compensation) and sold out", newDecrSale},

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -20,8 +21,8 @@ func TestGetMissThenHit(t *testing.T) {
 	rdb := srv.Client(func(o *redis.Options) { o.Dialer = trips.dial })
 	cache := newCache(t, rdb)
 	src := &source{value: "v1"}
-	ctx := timeout(t, 10*time.Second)
-	key := testKey(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
+	key := testenv.NewKey(t)
 
 	v, err := cache.Get(ctx, key, time.Minute, src.load)
 	if err != nil || string(v) != "v1" {
@@ -32,7 +33,7 @@ func TestGetMissThenHit(t *testing.T) {
 	// for it, and for every connection back in the pool, so that neither
 	// the release nor a new connection's handshake is counted as the hits'.
 	admin := srv.Client()
-	eventually(t, 10*time.Second, "the loader's lock released, its connection idle", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the loader's lock released, its connection idle", func() bool {
 		pool := rdb.PoolStats()
 		return admin.Exists(ctx, cachefill.LockKey(cache, key)).Val() == 0 && pool.IdleConns == pool.TotalConns
 	})
@@ -61,12 +62,12 @@ func TestGetMissThenHit(t *testing.T) {
 // The stored entry expires after the ttl less at most the jitter.
 func TestGetStoresWithJitteredTTL(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	cache := newCache(t, rdb, cachefill.WithJitter(0.5))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	src := &source{value: "v"}
 	for i := range 20 {
-		key := testKey(t) + ":" + string(rune('a'+i))
+		key := testenv.NewKey(t) + ":" + string(rune('a'+i))
 		if _, err := cache.Get(ctx, key, time.Hour, src.load); err != nil {
 			t.Fatal(err)
 		}
@@ -81,10 +82,10 @@ func TestGetStoresWithJitteredTTL(t *testing.T) {
 // A value may hold any bytes, and be empty.
 func TestGetBinaryAndEmptyValues(t *testing.T) {
 	t.Parallel()
-	cache := newCache(t, shared(t))
-	ctx := timeout(t, 10*time.Second)
+	cache := newCache(t, testenv.Client(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	for i, want := range []string{"", "\x00\xff\r\n", string(make([]byte, 1<<20))} {
-		key := testKey(t) + ":" + string(rune('a'+i))
+		key := testenv.NewKey(t) + ":" + string(rune('a'+i))
 		load := func(context.Context) ([]byte, error) { return []byte(want), nil }
 		for range 2 {
 			v, err := cache.Get(ctx, key, time.Minute, load)
@@ -92,6 +93,6 @@ func TestGetBinaryAndEmptyValues(t *testing.T) {
 				t.Fatalf("Get of value %d = %d bytes, %v; want %d bytes", i, len(v), err, len(want))
 			}
 		}
-		shared(t).Del(ctx, cachefill.EntryKey(cache, key))
+		testenv.Client(t).Del(ctx, cachefill.EntryKey(cache, key))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -15,7 +16,7 @@ func TestCluster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.NewCluster(t, 3, 0)
 	first, second := newCache(t, cluster.Client()), newCache(t, cluster.Client())
-	ctx := timeout(t, 20*time.Second)
+	ctx := testenv.Timeout(t, 20*time.Second)
 	for _, key := range []string{"user:42", "{shop-7}shirt", "a}b", "}odd", "x{"} {
 		src := &source{value: "v:" + key}
 		for _, c := range []*cachefill.Cache{first, second} {

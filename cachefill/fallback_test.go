@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -19,8 +20,8 @@ func TestRedisDownLoadsDirectly(t *testing.T) {
 	var log logBuffer
 	cache := newCache(t, srv.Client(), cachefill.WithLogger(log.logger()))
 	strict := newCache(t, srv.Client(), cachefill.WithFallback(false))
-	key := testKey(t)
-	ctx := timeout(t, 10*time.Second)
+	key := testenv.NewKey(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	srv.Kill()
 
 	g := newGate("direct", nil)
@@ -32,7 +33,7 @@ func TestRedisDownLoadsDirectly(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, 10*time.Second, "the direct load", func() bool { return g.entered.Load() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the direct load", func() bool { return g.entered.Load() == 1 })
 	close(g.open)
 	wg.Wait()
 	if n := g.entered.Load(); n > 10 {
@@ -63,14 +64,14 @@ func TestRedisPausedLoadsDirectly(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
 	cache := newCache(t, srv.Client(), cachefill.WithRedisTimeout(100*time.Millisecond))
-	key := testKey(t)
+	key := testenv.NewKey(t)
 	src := &source{value: "direct"}
-	if _, err := cache.Get(timeout(t, 10*time.Second), key+":warm", time.Minute, src.load); err != nil {
+	if _, err := cache.Get(testenv.Timeout(t, 10*time.Second), key+":warm", time.Minute, src.load); err != nil {
 		t.Fatal(err) // a connection in the pool, which the pause keeps open
 	}
 	srv.Pause()
 	defer srv.Resume() // before the Cache's Close, which waits for the paused calls
-	v, err := cache.Get(timeout(t, 10*time.Second), key, time.Minute, src.load)
+	v, err := cache.Get(testenv.Timeout(t, 10*time.Second), key, time.Minute, src.load)
 	if err != nil || string(v) != "direct" {
 		t.Errorf("Get with Redis paused = %q, %v; want the load's value", v, err)
 	}
@@ -87,14 +88,14 @@ func TestRedisPausedAtTheLockLoadsOnce(t *testing.T) {
 	srv := redistest.NewServer(t)
 	rdb := srv.Client()
 	cache := newCache(t, rdb, cachefill.WithRedisTimeout(100*time.Millisecond))
-	key := testKey(t)
+	key := testenv.NewKey(t)
 	src := &source{value: "direct"}
-	if _, err := cache.Get(timeout(t, 10*time.Second), key+":warm", time.Minute, src.load); err != nil {
+	if _, err := cache.Get(testenv.Timeout(t, 10*time.Second), key+":warm", time.Minute, src.load); err != nil {
 		t.Fatal(err) // a connection in the pool, which the pause keeps open
 	}
 	rdb.AddHook(&afterClaim{claimKey: cachefill.ClaimKey(cache, key), do: srv.Pause})
 	defer srv.Resume() // before the Cache's Close, which waits for the paused calls
-	v, err := cache.Get(timeout(t, 10*time.Second), key, time.Minute, src.load)
+	v, err := cache.Get(testenv.Timeout(t, 10*time.Second), key, time.Minute, src.load)
 	if err != nil || string(v) != "direct" {
 		t.Errorf("Get with Redis paused at the lock = %q, %v; want the load's value", v, err)
 	}

@@ -32,7 +32,7 @@ type group struct {
 // closes. Waking a thousand goroutines blocked in a select on two channels
 // they share makes each take both channels' locks one after the other: a
 // typical stampede of bench/cmd/stampede got 0.1 to 0.7 ms faster without
-// it (docs/benchmarks.md, "Waiting without a select"). Callers of contexts
+// it (bench/results/stampede-waiters-2026-11-26.txt). Callers of contexts
 // of their own, as a server's requests are, each watch their own, and
 // allocate nothing.
 type flight struct {

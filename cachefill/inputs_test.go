@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // Bad input is an error before anything reaches Redis, never a panic.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	cache := newCache(t, shared(t))
-	ctx := timeout(t, 10*time.Second)
+	cache := newCache(t, testenv.Client(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	load := (&source{value: "v"}).load
-	key := testKey(t)
+	key := testenv.NewKey(t)
 	tests := []struct {
 		name string
 		err  error
@@ -44,7 +45,7 @@ func TestBadInput(t *testing.T) {
 		cachefill.WithLogger(nil),
 	}
 	for i, opt := range badOptions {
-		c := cachefill.New(shared(t), opt)
+		c := cachefill.New(testenv.Client(t), opt)
 		tests = append(tests, struct {
 			name string
 			err  error
@@ -81,9 +82,9 @@ func canceled() context.Context {
 // own.
 func TestOddKeys(t *testing.T) {
 	t.Parallel()
-	cache := newCache(t, shared(t))
-	ctx := timeout(t, 10*time.Second)
-	base := testKey(t)
+	cache := newCache(t, testenv.Client(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
+	base := testenv.NewKey(t)
 	keys := []string{"}", "}x", "{", "{}", "a}b", "a{b}c", "\x00\xff", string(make([]byte, 10000))}
 	for i, k := range keys {
 		k += base
@@ -105,10 +106,10 @@ func TestOddKeys(t *testing.T) {
 // An entry key that holds another type is ErrWrongType, and no load.
 func TestWrongType(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	cache := newCache(t, rdb)
-	key := testKey(t)
-	ctx := timeout(t, 10*time.Second)
+	key := testenv.NewKey(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	if err := rdb.Set(ctx, cachefill.EntryKey(cache, key), "a string", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -126,12 +127,12 @@ func TestWrongType(t *testing.T) {
 // Close twice is fine.
 func TestClosed(t *testing.T) {
 	t.Parallel()
-	cache := cachefill.New(shared(t))
-	key := testKey(t)
+	cache := cachefill.New(testenv.Client(t))
+	key := testenv.NewKey(t)
 	g := newGate("v", nil)
 	done := make(chan error, 1)
-	go func() { done <- get(timeout(t, 10*time.Second), cache, key, time.Minute, g.load) }()
-	eventually(t, 10*time.Second, "the load", func() bool { return g.entered.Load() == 1 })
+	go func() { done <- get(testenv.Timeout(t, 10*time.Second), cache, key, time.Minute, g.load) }()
+	testenv.Eventually(t, 10*time.Second, "the load", func() bool { return g.entered.Load() == 1 })
 	if err := cache.Close(); err != nil {
 		t.Fatal(err)
 	}

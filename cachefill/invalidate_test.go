@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // Invalidate under steady Gets from three Caches: they keep getting the old
@@ -14,10 +15,10 @@ import (
 func TestInvalidateUnderLoad(t *testing.T) {
 	t.Parallel()
 	opts := []cachefill.Option{cachefill.WithEarlyRefresh(0)}
-	caches := []*cachefill.Cache{newCache(t, shared(t), opts...), newCache(t, shared(t), opts...), newCache(t, shared(t), opts...)}
+	caches := []*cachefill.Cache{newCache(t, testenv.Client(t), opts...), newCache(t, testenv.Client(t), opts...), newCache(t, testenv.Client(t), opts...)}
 	src := &versions{took: 20 * time.Millisecond}
-	key := testKey(t)
-	ctx := timeout(t, 10*time.Second)
+	key := testenv.NewKey(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	if _, err := caches[0].Get(ctx, key, time.Minute, src.load); err != nil {
 		t.Fatal(err)
 	}
@@ -53,9 +54,9 @@ func TestInvalidateUnderLoad(t *testing.T) {
 // again at the next Get.
 func TestInvalidateDuringLoad(t *testing.T) {
 	t.Parallel()
-	cache := newCache(t, shared(t), cachefill.WithEarlyRefresh(0))
-	key := testKey(t)
-	ctx := timeout(t, 10*time.Second)
+	cache := newCache(t, testenv.Client(t), cachefill.WithEarlyRefresh(0))
+	key := testenv.NewKey(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	old := newGate("old", nil)
 	var loads atomic.Int64
 	load := func(ctx context.Context) ([]byte, error) {
@@ -69,7 +70,7 @@ func TestInvalidateDuringLoad(t *testing.T) {
 		v, err := cache.Get(ctx, key, time.Minute, load)
 		got <- result{string(v), err}
 	}()
-	eventually(t, 10*time.Second, "the first load", func() bool { return old.entered.Load() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the first load", func() bool { return old.entered.Load() == 1 })
 	if err := cache.Invalidate(ctx, key); err != nil { // no entry yet: a mark
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestInvalidateDuringLoad(t *testing.T) {
 	if r := <-got; r.err != nil || r.value != "old" {
 		t.Fatalf("Get = %q, %v; want the value of its load", r.value, r.err)
 	}
-	eventually(t, 10*time.Second, "the marked value loaded again", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the marked value loaded again", func() bool {
 		v, err := cache.Get(ctx, key, time.Minute, load)
 		if err != nil {
 			t.Fatal(err)
@@ -93,10 +94,10 @@ func TestInvalidateDuringLoad(t *testing.T) {
 // miss; bad input is an error.
 func TestInvalidateWithoutEntry(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	cache := newCache(t, rdb)
-	key := testKey(t)
-	ctx := timeout(t, 10*time.Second)
+	key := testenv.NewKey(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	if err := cache.Invalidate(ctx, key); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // getAsync runs cache.Get in a goroutine of the test and returns its
@@ -21,7 +22,7 @@ import (
 func getAsync(t *testing.T, wg *sync.WaitGroup, cache *cachefill.Cache, key string, load func(context.Context) ([]byte, error)) <-chan result {
 	t.Helper()
 	out := make(chan result, 1)
-	ctx := timeout(t, 20*time.Second)
+	ctx := testenv.Timeout(t, 20*time.Second)
 	wg.Go(func() {
 		v, err := cache.Get(ctx, key, time.Minute, load)
 		out <- result{string(v), err}
@@ -37,7 +38,7 @@ type result struct {
 // waitsFor returns when cache waits for another loader.
 func waitsFor(t *testing.T, cache *cachefill.Cache) {
 	t.Helper()
-	eventually(t, 10*time.Second, "a Cache waiting for a loader", func() bool {
+	testenv.Eventually(t, 10*time.Second, "a Cache waiting for a loader", func() bool {
 		return cachefill.CountsOf(cache).Waits > 0
 	})
 }
@@ -48,8 +49,8 @@ func waitsFor(t *testing.T, cache *cachefill.Cache) {
 // the dead loader's), loads.
 func TestDeadLoaderIsReplacedAfterItsTTL(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
-	key := testKey(t)
+	rdb := testenv.Client(t)
+	key := testenv.NewKey(t)
 	cache := newCache(t, rdb, cachefill.WithLockTTL(300*time.Millisecond))
 	// The dead loader: a lock taken on the key, never released.
 	locker := dlock.New(rdb)
@@ -89,7 +90,7 @@ func TestLoadOfARefusedLockIsDropped(t *testing.T) {
 		waits  bool
 	}{
 		{"another caller locked", func(t *testing.T, cache *cachefill.Cache, key string) {
-			other := dlock.New(shared(t))
+			other := dlock.New(testenv.Client(t))
 			t.Cleanup(func() { other.Close() })
 			if _, err := other.TryObtain(context.Background(), cachefill.LockKey(cache, key), 300*time.Millisecond); err != nil {
 				t.Errorf("the other caller's lock: %v", err)
@@ -103,8 +104,8 @@ func TestLoadOfARefusedLockIsDropped(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			key := testKey(t)
-			rdb := shared(t)
+			key := testenv.NewKey(t)
+			rdb := testenv.Client(t)
 			cache := newCache(t, rdb, cachefill.WithLockTTL(300*time.Millisecond))
 			rdb.AddHook(&afterClaim{claimKey: cachefill.ClaimKey(cache, key), do: func() { tc.change(t, cache, key) }})
 			var calls atomic.Int32
@@ -117,7 +118,7 @@ func TestLoadOfARefusedLockIsDropped(t *testing.T) {
 				}
 				return []byte("v"), nil
 			}
-			v, err := cache.Get(timeout(t, 10*time.Second), key, time.Minute, load)
+			v, err := cache.Get(testenv.Timeout(t, 10*time.Second), key, time.Minute, load)
 			if err != nil || string(v) != "v" {
 				t.Fatalf("Get = %q, %v; want the second load's value", v, err)
 			}
@@ -174,16 +175,16 @@ func (h *afterClaim) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // the first one's Gets get that value; its own late value is not stored.
 func TestLostLoaderLockLetsAnotherLoad(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
-	key := testKey(t)
+	rdb := testenv.Client(t)
+	key := testenv.NewKey(t)
 	opts := []cachefill.Option{cachefill.WithLockTTL(300 * time.Millisecond)}
-	first, second := newCache(t, rdb, opts...), newCache(t, shared(t), opts...)
+	first, second := newCache(t, rdb, opts...), newCache(t, testenv.Client(t), opts...)
 	slow := newGate("old", nil)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(slow.open)
 	got1 := getAsync(t, &wg, first, key, slow.stubborn)
-	eventually(t, 10*time.Second, "the first load", func() bool { return slow.entered.Load() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the first load", func() bool { return slow.entered.Load() == 1 })
 	got2 := getAsync(t, &wg, second, key, (&source{value: "new"}).load)
 	waitsFor(t, second)
 
@@ -209,15 +210,15 @@ func TestLostLoaderLockLetsAnotherLoad(t *testing.T) {
 // Gets get the timeout, and a waiter elsewhere loads.
 func TestHungLoadTimesOut(t *testing.T) {
 	t.Parallel()
-	key := testKey(t)
+	key := testenv.NewKey(t)
 	hung := newGate("late", nil)
-	first := newCache(t, shared(t), cachefill.WithLoadTimeout(200*time.Millisecond))
-	second := newCache(t, shared(t))
+	first := newCache(t, testenv.Client(t), cachefill.WithLoadTimeout(200*time.Millisecond))
+	second := newCache(t, testenv.Client(t))
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(hung.open)
 	got1 := getAsync(t, &wg, first, key, hung.stubborn)
-	eventually(t, 10*time.Second, "the hung load", func() bool { return hung.entered.Load() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the hung load", func() bool { return hung.entered.Load() == 1 })
 	got2 := getAsync(t, &wg, second, key, (&source{value: "v"}).load)
 	if r := <-got1; r.err == nil || !errors.Is(r.err, context.DeadlineExceeded) {
 		t.Errorf("Get of a hung load = %q, %v; want a deadline error", r.value, r.err)
@@ -231,14 +232,14 @@ func TestHungLoadTimesOut(t *testing.T) {
 // a waiter elsewhere loads at once.
 func TestCacheClosedMidLoad(t *testing.T) {
 	t.Parallel()
-	key := testKey(t)
-	first := cachefill.New(shared(t), cachefill.WithLockTTL(time.Hour))
-	second := newCache(t, shared(t))
+	key := testenv.NewKey(t)
+	first := cachefill.New(testenv.Client(t), cachefill.WithLockTTL(time.Hour))
+	second := newCache(t, testenv.Client(t))
 	g := newGate("never", nil)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	got1 := getAsync(t, &wg, first, key, g.load)
-	eventually(t, 10*time.Second, "the first load", func() bool { return g.entered.Load() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the first load", func() bool { return g.entered.Load() == 1 })
 	got2 := getAsync(t, &wg, second, key, (&source{value: "v"}).load)
 	waitsFor(t, second)
 	if err := first.Close(); err != nil {
@@ -256,14 +257,14 @@ func TestCacheClosedMidLoad(t *testing.T) {
 // cached: a waiter elsewhere loads next, and so does a later Get.
 func TestLoadErrorIsNotCached(t *testing.T) {
 	t.Parallel()
-	key := testKey(t)
-	first, second := newCache(t, shared(t)), newCache(t, shared(t))
+	key := testenv.NewKey(t)
+	first, second := newCache(t, testenv.Client(t)), newCache(t, testenv.Client(t))
 	boom := errors.New("database on fire")
 	failing := newGate("", boom)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	got1 := getAsync(t, &wg, first, key, failing.load)
-	eventually(t, 10*time.Second, "the failing load", func() bool { return failing.entered.Load() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the failing load", func() bool { return failing.entered.Load() == 1 })
 	got1b := getAsync(t, &wg, first, key, failing.load) // shares the first one's load
 	src := &source{value: "v"}
 	got2 := getAsync(t, &wg, second, key, src.load)
@@ -281,8 +282,8 @@ func TestLoadErrorIsNotCached(t *testing.T) {
 		t.Errorf("the failing load ran %d times, want once", n)
 	}
 	// Nothing of the error was stored: the next Get of another value loads.
-	shared(t).Del(context.Background(), cachefill.EntryKey(first, key))
-	if _, err := first.Get(timeout(t, 10*time.Second), key, time.Minute, src.load); err != nil {
+	testenv.Client(t).Del(context.Background(), cachefill.EntryKey(first, key))
+	if _, err := first.Get(testenv.Timeout(t, 10*time.Second), key, time.Minute, src.load); err != nil {
 		t.Fatal(err)
 	}
 	if n := src.loads.Load(); n != 2 {
@@ -293,8 +294,8 @@ func TestLoadErrorIsNotCached(t *testing.T) {
 // A load that panics is an error for its Gets, not a crash.
 func TestLoadPanicIsAnError(t *testing.T) {
 	t.Parallel()
-	cache := newCache(t, shared(t))
-	_, err := cache.Get(timeout(t, 10*time.Second), testKey(t), time.Minute, func(context.Context) ([]byte, error) {
+	cache := newCache(t, testenv.Client(t))
+	_, err := cache.Get(testenv.Timeout(t, 10*time.Second), testenv.NewKey(t), time.Minute, func(context.Context) ([]byte, error) {
 		panic("oops")
 	})
 	if err == nil {
@@ -307,10 +308,10 @@ func TestLoadPanicIsAnError(t *testing.T) {
 // then one of them loads.
 func TestDeadClaimantIsReplaced(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
-	key := testKey(t)
+	rdb := testenv.Client(t)
+	key := testenv.NewKey(t)
 	cache := newCache(t, rdb, cachefill.WithLockTTL(300*time.Millisecond))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	if err := rdb.Set(ctx, cachefill.ClaimKey(cache, key), "dead", 300*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -53,8 +54,8 @@ func TestFallbackLogsToTheDefaultLogger(t *testing.T) {
 	srv := redistest.NewServer(t)
 	cache := newCache(t, srv.Client()) // go-redis's default options
 	slog.SetDefault(was)
-	key := testKey(t)
-	ctx := timeout(t, 30*time.Second)
+	key := testenv.NewKey(t)
+	ctx := testenv.Timeout(t, 30*time.Second)
 	srv.Kill()
 	src := &source{value: "direct"}
 	for i := range 3 {

@@ -3,22 +3,17 @@ package cachefill_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/dlock-go/dlock/cachefill"
-	"github.com/dlock-go/dlock/internal/testwait"
-	"github.com/dlock-go/dlock/redistest"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // redisAddr is the address of a redis-server shared by the tests that need
@@ -26,19 +21,7 @@ import (
 var redisAddr string
 
 func TestMain(m *testing.M) {
-	// go-redis's pool redials a dead server in a goroutine of its own, which
-	// sleeps a second between dials and only then sees that its client was
-	// closed: it outlives tests that kill a server by up to that second.
-	goleak.VerifyTestMain(redistest.Shared(m, &redisAddr),
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
-}
-
-// shared returns a client of the shared server, closed when the test ends.
-func shared(t testing.TB) *redis.Client {
-	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
+	testenv.Main(m, testenv.SharedServer(&redisAddr), testenv.IgnoreRedial())
 }
 
 // newCache returns a Cache on rdb, closed when the test ends.
@@ -47,25 +30,6 @@ func newCache(t testing.TB, rdb redis.UniversalClient, opts ...cachefill.Option)
 	c := cachefill.New(rdb, opts...)
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-// testKey returns a key of the test, new at each call, so that a run of
-// the tests does not find the entries of another (go test -count).
-func testKey(t testing.TB) string {
-	return fmt.Sprintf("test:%s:%08x", strings.ReplaceAll(t.Name(), "/", ":"), rand.Uint32())
-}
-
-// timeout returns a context that ends after d and is cancelled with the test.
-func timeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually fails the test unless cond becomes true within d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testwait.Until(t, d, what, cond)
 }
 
 // source is a stand-in for a database: a value per key, and a count of the

@@ -7,21 +7,22 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // ErrNotFound from load is remembered for the not-found ttl: the next Gets
 // return it without calling load.
 func TestNotFoundIsCached(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	cache := newCache(t, rdb, cachefill.WithNotFoundTTL(time.Minute))
-	key := testKey(t)
+	key := testenv.NewKey(t)
 	var loads int
 	load := func(context.Context) ([]byte, error) {
 		loads++
 		return nil, cachefill.ErrNotFound
 	}
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	for range 3 {
 		if v, err := cache.Get(ctx, key, time.Hour, load); !errors.Is(err, cachefill.ErrNotFound) || v != nil {
 			t.Fatalf("Get of a missing row = %q, %v; want ErrNotFound", v, err)
@@ -39,14 +40,14 @@ func TestNotFoundIsCached(t *testing.T) {
 // wrapped ErrNotFound counts as well.
 func TestNotFoundNotCached(t *testing.T) {
 	t.Parallel()
-	cache := newCache(t, shared(t), cachefill.WithNotFoundTTL(0))
-	key := testKey(t)
+	cache := newCache(t, testenv.Client(t), cachefill.WithNotFoundTTL(0))
+	key := testenv.NewKey(t)
 	var loads int
 	load := func(context.Context) ([]byte, error) {
 		loads++
 		return nil, fmtNotFound(key)
 	}
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	for range 2 {
 		if _, err := cache.Get(ctx, key, time.Hour, load); !errors.Is(err, cachefill.ErrNotFound) {
 			t.Fatalf("Get of a missing row = %v; want ErrNotFound", err)

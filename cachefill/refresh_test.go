@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // versions is a source whose value is the number of loads so far; each
@@ -35,7 +36,7 @@ func (s *versions) load(ctx context.Context) ([]byte, error) {
 // before.
 func hammer(t *testing.T, caches []*cachefill.Cache, workers int, key string, ttl time.Duration, load func(context.Context) ([]byte, error), done func() bool) {
 	t.Helper()
-	ctx := timeout(t, 20*time.Second)
+	ctx := testenv.Timeout(t, 20*time.Second)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for _, c := range caches {
@@ -58,7 +59,7 @@ func hammer(t *testing.T, caches []*cachefill.Cache, workers int, key string, tt
 			})
 		}
 	}
-	eventually(t, 15*time.Second, "the end of the hammering", done)
+	testenv.Eventually(t, 15*time.Second, "the end of the hammering", done)
 	stop.Store(true)
 	wg.Wait()
 }
@@ -82,11 +83,11 @@ func TestEarlyRefreshKeepsHotKeyWarm(t *testing.T) {
 	// or earlier, and the chance that none did before 100ms are left is
 	// below e^-36.
 	opts := []cachefill.Option{cachefill.WithEarlyRefresh(2), cachefill.WithJitter(0)}
-	caches := []*cachefill.Cache{newCache(t, shared(t), opts...), newCache(t, shared(t), opts...)}
+	caches := []*cachefill.Cache{newCache(t, testenv.Client(t), opts...), newCache(t, testenv.Client(t), opts...)}
 	src := &versions{took: 100 * time.Millisecond}
-	key := testKey(t)
+	key := testenv.NewKey(t)
 	const ttl = 1500 * time.Millisecond
-	if _, err := caches[0].Get(timeout(t, 10*time.Second), key, ttl, src.load); err != nil {
+	if _, err := caches[0].Get(testenv.Timeout(t, 10*time.Second), key, ttl, src.load); err != nil {
 		t.Fatal(err)
 	}
 	warm := sum(caches)
@@ -104,10 +105,10 @@ func TestEarlyRefreshKeepsHotKeyWarm(t *testing.T) {
 // WithEarlyRefresh(0) lets entries expire: the next Get misses.
 func TestEarlyRefreshOff(t *testing.T) {
 	t.Parallel()
-	cache := newCache(t, shared(t), cachefill.WithEarlyRefresh(0), cachefill.WithJitter(0))
+	cache := newCache(t, testenv.Client(t), cachefill.WithEarlyRefresh(0), cachefill.WithJitter(0))
 	src := &versions{}
-	key := testKey(t)
-	ctx := timeout(t, 10*time.Second)
+	key := testenv.NewKey(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	for range 2 {
 		if _, err := cache.Get(ctx, key, 50*time.Millisecond, src.load); err != nil {
 			t.Fatal(err)

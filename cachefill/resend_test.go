@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -140,14 +141,14 @@ func TestResentStoreAndInvalidateTakeEffectOnce(t *testing.T) {
 	var log records
 	cache := newCache(t, rdb, cachefill.WithRedisTimeout(30*time.Second),
 		cachefill.WithLockTTL(time.Minute), cachefill.WithLogger(slog.New(&log)))
-	ctx := timeout(t, time.Minute)
-	marked, stored := testKey(t), testKey(t)
+	ctx := testenv.Timeout(t, time.Minute)
+	marked, stored := testenv.NewKey(t), testenv.NewKey(t)
 	// An entry to invalidate, and the scripts in Redis's cache, so that
 	// what the pause holds up is the scripts themselves, not NOSCRIPT.
 	if _, err := cache.Get(ctx, marked, time.Hour, (&source{value: "old"}).load); err != nil {
 		t.Fatal(err)
 	}
-	if err := cache.Invalidate(ctx, testKey(t)); err != nil {
+	if err := cache.Invalidate(ctx, testenv.NewKey(t)); err != nil {
 		t.Fatal(err)
 	}
 	warmPool(t, rdb, 8)
@@ -180,10 +181,10 @@ func TestResentStoreAndInvalidateTakeEffectOnce(t *testing.T) {
 	// MONITOR tells what Redis ran on a connection of its own, which may
 	// lag behind the replies.
 	storeEntry, markEntry := cachefill.EntryKey(cache, stored), cachefill.EntryKey(cache, marked)
-	eventually(t, 10*time.Second, "the store run twice or more: go-redis sent a copy", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the store run twice or more: go-redis sent a copy", func() bool {
 		return commands.count(`"evalsha"`, `"4" "`+storeEntry+`"`, `"new"`) >= 2
 	})
-	eventually(t, 10*time.Second, "Invalidate run twice or more: go-redis sent a copy", func() bool {
+	testenv.Eventually(t, 10*time.Second, "Invalidate run twice or more: go-redis sent a copy", func() bool {
 		return commands.count(`"evalsha"`, `"1" "`+markEntry+`"`) >= 2
 	})
 	check := srv.Client()

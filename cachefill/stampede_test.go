@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -27,12 +28,12 @@ func TestStampedeLoadsOnce(t *testing.T) {
 	srv := redistest.NewServer(t)
 	const caches, getsPerCache = 5, 10
 	cs := make([]*cachefill.Cache, caches)
-	ctx := timeout(t, 20*time.Second)
+	ctx := testenv.Timeout(t, 20*time.Second)
 	for i := range cs {
 		// A Redis timeout longer than the test: no wait is cut in two.
 		cs[i] = newCache(t, srv.Client(), cachefill.WithRedisTimeout(time.Minute))
 		// A connection in each pool, and the scripts loaded, before counting.
-		if _, err := cs[i].Get(ctx, testKey(t), time.Minute, (&source{value: "warm"}).load); err != nil {
+		if _, err := cs[i].Get(ctx, testenv.NewKey(t), time.Minute, (&source{value: "warm"}).load); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -40,7 +41,7 @@ func TestStampedeLoadsOnce(t *testing.T) {
 	if err := admin.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	key := testKey(t)
+	key := testenv.NewKey(t)
 	g := newGate("hot", nil)
 	var wg sync.WaitGroup
 	results := make(chan string, caches*getsPerCache)
@@ -55,7 +56,7 @@ func TestStampedeLoadsOnce(t *testing.T) {
 			})
 		}
 	}
-	eventually(t, 10*time.Second, "one loader and four Caches blocked on its fill", func() bool {
+	testenv.Eventually(t, 10*time.Second, "one loader and four Caches blocked on its fill", func() bool {
 		var sum cachefill.Counts
 		for _, c := range cs {
 			sum = sum.Add(cachefill.CountsOf(c))
@@ -144,22 +145,22 @@ func commandStats(t *testing.T, rdb *redis.Client) map[string]int {
 // same, one load a key, and leaves its pool to its other calls.
 func TestWaitsForManyKeys(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
-	loader, waiter := newCache(t, rdb), newCache(t, shared(t))
+	rdb := testenv.Client(t)
+	loader, waiter := newCache(t, rdb), newCache(t, testenv.Client(t))
 	const n = 12
-	ctx := timeout(t, 20*time.Second)
+	ctx := testenv.Timeout(t, 20*time.Second)
 	keys := make([]string, n)
 	gates := make([]*gate, n)
 	var wg sync.WaitGroup
 	for i := range keys {
-		keys[i], gates[i] = testKey(t), newGate(fmt.Sprint("v", i), nil)
+		keys[i], gates[i] = testenv.NewKey(t), newGate(fmt.Sprint("v", i), nil)
 		wg.Go(func() {
 			if v, err := loader.Get(ctx, keys[i], time.Minute, gates[i].load); err != nil || string(v) != fmt.Sprint("v", i) {
 				t.Errorf("loader Get %d = %q, %v", i, v, err)
 			}
 		})
 	}
-	eventually(t, 10*time.Second, "every load running", func() bool {
+	testenv.Eventually(t, 10*time.Second, "every load running", func() bool {
 		for _, g := range gates {
 			if g.entered.Load() != 1 {
 				return false
@@ -174,9 +175,9 @@ func TestWaitsForManyKeys(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, 10*time.Second, "every key waited for", func() bool { return cachefill.CountsOf(waiter).Waits >= n })
+	testenv.Eventually(t, 10*time.Second, "every key waited for", func() bool { return cachefill.CountsOf(waiter).Waits >= n })
 	// The pool still serves the waiting Cache's other calls.
-	if v, err := waiter.Get(ctx, testKey(t), time.Minute, (&source{value: "other"}).load); err != nil || string(v) != "other" {
+	if v, err := waiter.Get(ctx, testenv.NewKey(t), time.Minute, (&source{value: "other"}).load); err != nil || string(v) != "other" {
 		t.Errorf("another Get while %d keys are waited for = %q, %v", n, v, err)
 	}
 	for _, g := range gates {
@@ -197,9 +198,9 @@ func TestStampedeGetsOfAnEndedContextLeave(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
 	cs := []*cachefill.Cache{newCache(t, srv.Client()), newCache(t, srv.Client())}
-	key := testKey(t)
+	key := testenv.NewKey(t)
 	g := newGate("hot", nil)
-	ctx := timeout(t, 20*time.Second)
+	ctx := testenv.Timeout(t, 20*time.Second)
 	impatient, cancel := context.WithCancelCause(ctx)
 	why := errors.New("the client went away")
 	type result struct {
@@ -223,7 +224,7 @@ func TestStampedeGetsOfAnEndedContextLeave(t *testing.T) {
 			results <- result{mine == impatient, string(v), err}
 		})
 	}
-	eventually(t, 10*time.Second, "the load running", func() bool { return g.entered.Load() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the load running", func() bool { return g.entered.Load() == 1 })
 	cancel(why)
 	for range 20 {
 		if r := <-results; !r.impatient || !errors.Is(r.err, why) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 type user struct {
@@ -20,10 +21,10 @@ type user struct {
 // its own.
 func TestTypedJSON(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	users := cachefill.Typed[user]{Cache: newCache(t, rdb)}
-	ctx := timeout(t, 10*time.Second)
-	key := testKey(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
+	key := testenv.NewKey(t)
 	loads := 0
 	load := func(context.Context) (user, error) {
 		loads++
@@ -42,7 +43,7 @@ func TestTypedJSON(t *testing.T) {
 	if want, _ := json.Marshal(user{42, "Ada"}); raw != string(want) {
 		t.Errorf("stored %q, want the JSON %q", raw, want)
 	}
-	missing := testKey(t)
+	missing := testenv.NewKey(t)
 	_, err := users.Get(ctx, missing, time.Minute, func(context.Context) (user, error) { return user{}, cachefill.ErrNotFound })
 	if !errors.Is(err, cachefill.ErrNotFound) {
 		t.Errorf("Get of a missing user = %v, want ErrNotFound", err)
@@ -71,13 +72,13 @@ func (upper) Unmarshal(data []byte, v any) error {
 // A Codec of one's own encodes; its error is returned and nothing stored.
 func TestTypedCodec(t *testing.T) {
 	t.Parallel()
-	names := cachefill.Typed[string]{Cache: newCache(t, shared(t)), Codec: upper{}}
-	ctx := timeout(t, 10*time.Second)
-	v, err := names.Get(ctx, testKey(t), time.Minute, func(context.Context) (string, error) { return "ada", nil })
+	names := cachefill.Typed[string]{Cache: newCache(t, testenv.Client(t)), Codec: upper{}}
+	ctx := testenv.Timeout(t, 10*time.Second)
+	v, err := names.Get(ctx, testenv.NewKey(t), time.Minute, func(context.Context) (string, error) { return "ada", nil })
 	if err != nil || v != "ADA" {
 		t.Errorf("Get = %q, %v; want ADA", v, err)
 	}
-	key := testKey(t)
+	key := testenv.NewKey(t)
 	if _, err := names.Get(ctx, key, time.Minute, func(context.Context) (string, error) { return "", nil }); err == nil {
 		t.Errorf("Get with a failing codec returned no error")
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // reportQuantiles reports the median and the 90th percentile of ds.
@@ -19,9 +21,9 @@ func reportQuantiles(b *testing.B, ds []time.Duration) {
 // From a leader's Resign to the return of the Campaign of a candidate that
 // was waiting: the takeover a planned handover costs.
 func BenchmarkTakeoverAfterResign(b *testing.B) {
-	name := testName(b)
-	a := election.New(newLocker(b, nil), name)
-	c := election.New(newLocker(b, nil), name)
+	name := testenv.NewKey(b)
+	a := election.New(lockenv.Locker(b, nil), name)
+	c := election.New(lockenv.Locker(b, nil), name)
 	ctx := context.Background()
 	leader, err := a.Campaign(ctx, "a")
 	if err != nil {
@@ -64,18 +66,18 @@ func BenchmarkTakeoverAfterResign(b *testing.B) {
 // the Campaign of a candidate that was waiting: about the lease.
 func BenchmarkTakeoverAfterCrash(b *testing.B) {
 	const ttl = 500 * time.Millisecond
-	name := testName(b)
+	name := testenv.NewKey(b)
 	ctx := context.Background()
 	var ds []time.Duration
 	for b.Loop() {
-		crashing := newLocker(b, nil)
+		crashing := lockenv.Locker(b, nil)
 		l, err := election.New(crashing, name, election.WithTTL(ttl)).Campaign(ctx, "crashing")
 		if err != nil {
 			b.Fatal(err)
 		}
 		got := make(chan *election.Leadership)
 		go func() {
-			next, err := election.New(newLocker(b, nil), name, election.WithTTL(ttl)).Campaign(ctx, "next")
+			next, err := election.New(lockenv.Locker(b, nil), name, election.WithTTL(ttl)).Campaign(ctx, "next")
 			if err != nil {
 				b.Error(err)
 			}
@@ -96,11 +98,11 @@ func BenchmarkTakeoverAfterCrash(b *testing.B) {
 // From the return of a Campaign, or of a Resign, to the delivery of the
 // change by Observe.
 func BenchmarkObserveDelivery(b *testing.B) {
-	name := testName(b)
-	e := election.New(newLocker(b, nil), name)
+	name := testenv.NewKey(b)
+	e := election.New(lockenv.Locker(b, nil), name)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	observed := election.New(newLocker(b, nil), name).Observe(ctx)
+	observed := election.New(lockenv.Locker(b, nil), name).Observe(ctx)
 	<-observed // the empty seat
 	var ds []time.Duration
 	for b.Loop() {
@@ -121,7 +123,7 @@ func BenchmarkObserveDelivery(b *testing.B) {
 
 // Whether a Leadership still leads: a local check, no round trip.
 func BenchmarkLeadershipErr(b *testing.B) {
-	l, err := election.New(newLocker(b, nil), testName(b)).Campaign(context.Background(), "a")
+	l, err := election.New(lockenv.Locker(b, nil), testenv.NewKey(b)).Campaign(context.Background(), "a")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,16 +9,18 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // A candidate waits while another leads, and takes over when it resigns,
 // with a higher term; the one that resigned says so.
 func TestResignWakesACandidate(t *testing.T) {
 	t.Parallel()
-	name := testName(t)
-	a := election.New(newLocker(t, nil), name)
-	b := election.New(newLocker(t, nil), name)
-	first, err := a.Campaign(timeout(t, 10*time.Second), "a")
+	name := testenv.NewKey(t)
+	a := election.New(lockenv.Locker(t, nil), name)
+	b := election.New(lockenv.Locker(t, nil), name)
+	first, err := a.Campaign(testenv.Timeout(t, 10*time.Second), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func TestResignWakesACandidate(t *testing.T) {
 	}
 	got := make(chan *election.Leadership, 1)
 	go func() {
-		l, err := b.Campaign(timeout(t, 30*time.Second), "b") // the lease is 10s: only the resignation is quick
+		l, err := b.Campaign(testenv.Timeout(t, 30*time.Second), "b") // the lease is 10s: only the resignation is quick
 		if err != nil {
 			t.Error(err)
 		}
@@ -65,16 +67,16 @@ func TestResignWakesACandidate(t *testing.T) {
 // term higher than the one before.
 func TestOneLeaderAtATime(t *testing.T) {
 	t.Parallel()
-	name := testName(t)
+	name := testenv.NewKey(t)
 	const candidates, termsEach = 3, 15
 	var mu sync.Mutex
 	leaders, lastTerm, terms := 0, int64(0), 0
 	var wg sync.WaitGroup
 	for i := range candidates {
-		e := election.New(newLocker(t, nil), name)
+		e := election.New(lockenv.Locker(t, nil), name)
 		wg.Go(func() {
 			for range termsEach {
-				l, err := e.Campaign(timeout(t, 30*time.Second), string(rune('a'+i)))
+				l, err := e.Campaign(testenv.Timeout(t, 30*time.Second), string(rune('a'+i)))
 				if err != nil {
 					t.Error(err)
 					return
@@ -107,11 +109,11 @@ func TestOneLeaderAtATime(t *testing.T) {
 // replaced when its lease runs out, with a higher term.
 func TestCrashedLeaderIsReplaced(t *testing.T) {
 	t.Parallel()
-	name := testName(t)
-	crashing := newLocker(t, nil)
+	name := testenv.NewKey(t)
+	crashing := lockenv.Locker(t, nil)
 	a := election.New(crashing, name, election.WithTTL(300*time.Millisecond))
-	b := election.New(newLocker(t, nil), name, election.WithTTL(300*time.Millisecond))
-	first, err := a.Campaign(timeout(t, 10*time.Second), "a")
+	b := election.New(lockenv.Locker(t, nil), name, election.WithTTL(300*time.Millisecond))
+	first, err := a.Campaign(testenv.Timeout(t, 10*time.Second), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,7 @@ func TestCrashedLeaderIsReplaced(t *testing.T) {
 	if err := first.Resign(t.Context()); !errors.Is(err, dlock.ErrLockLost) {
 		t.Errorf("Resign after the loss = %v, want ErrLockLost", err)
 	}
-	second, err := b.Campaign(timeout(t, 10*time.Second), "b")
+	second, err := b.Campaign(testenv.Timeout(t, 10*time.Second), "b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,15 +139,15 @@ func TestCrashedLeaderIsReplaced(t *testing.T) {
 // was taken, and the context ended.
 func TestCampaignContextEnds(t *testing.T) {
 	t.Parallel()
-	name := testName(t)
-	l, err := election.New(newLocker(t, nil), name).Campaign(timeout(t, 10*time.Second), "a")
+	name := testenv.NewKey(t)
+	l, err := election.New(lockenv.Locker(t, nil), name).Campaign(testenv.Timeout(t, 10*time.Second), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Resign(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err = election.New(newLocker(t, nil), name).Campaign(ctx, "b")
+	_, err = election.New(lockenv.Locker(t, nil), name).Campaign(ctx, "b")
 	if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Campaign until a deadline = %v, want ErrNotObtained and DeadlineExceeded", err)
 	}
@@ -155,9 +157,9 @@ func TestCampaignContextEnds(t *testing.T) {
 // ends its context with ErrLockLost as the cause.
 func TestLeadershipLost(t *testing.T) {
 	t.Parallel()
-	name := testName(t)
-	locker := newLocker(t, nil)
-	l, err := election.New(locker, name, election.WithTTL(300*time.Millisecond)).Campaign(timeout(t, 10*time.Second), "a")
+	name := testenv.NewKey(t)
+	locker := lockenv.Locker(t, nil)
+	l, err := election.New(locker, name, election.WithTTL(300*time.Millisecond)).Campaign(testenv.Timeout(t, 10*time.Second), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,15 +175,15 @@ func TestLeadershipLost(t *testing.T) {
 
 func TestNoLeader(t *testing.T) {
 	t.Parallel()
-	if _, err := election.New(newLocker(t, nil), testName(t)).Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
+	if _, err := election.New(lockenv.Locker(t, nil), testenv.NewKey(t)).Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
 		t.Errorf("Leader() of an empty seat = %v, want ErrNoLeader", err)
 	}
 }
 
 func TestInvalid(t *testing.T) {
 	t.Parallel()
-	locker := newLocker(t, nil)
-	ctx := timeout(t, 10*time.Second)
+	locker := lockenv.Locker(t, nil)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	for what, e := range map[string]*election.Election{
 		"nil Client":   election.New(nil, "x"),
 		"empty name":   election.New(locker, ""),
@@ -202,7 +204,7 @@ func TestInvalid(t *testing.T) {
 			t.Errorf("%s: Lead = %v, want ErrInvalid", what, err)
 		}
 	}
-	e := election.New(locker, testName(t))
+	e := election.New(locker, testenv.NewKey(t))
 	if err := election.Lead(ctx, e, "v", nil); !errors.Is(err, election.ErrInvalid) {
 		t.Errorf("Lead with a nil function = %v, want ErrInvalid", err)
 	}
@@ -217,10 +219,10 @@ func TestInvalid(t *testing.T) {
 // A closed Client ends every call.
 func TestClosedClient(t *testing.T) {
 	t.Parallel()
-	locker := newLocker(t, nil)
+	locker := lockenv.Locker(t, nil)
 	locker.Close()
-	e := election.New(locker, testName(t))
-	ctx := timeout(t, 10*time.Second)
+	e := election.New(locker, testenv.NewKey(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	if _, err := e.Campaign(ctx, "v"); !errors.Is(err, dlock.ErrClosed) {
 		t.Errorf("Campaign = %v, want ErrClosed", err)
 	}

@@ -11,6 +11,9 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
+	"github.com/dlock-go/dlock/redistest"
 )
 
 // Two processes Lead the same work. When the leader loses the seat (an
@@ -21,7 +24,7 @@ import (
 // a time is tested by TestOneLeaderAtATime.)
 func TestLeadAcrossLosses(t *testing.T) {
 	t.Parallel()
-	name := testName(t)
+	name := testenv.NewKey(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var lost atomic.Int32
@@ -42,10 +45,10 @@ func TestLeadAcrossLosses(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i := range errs {
-		e := election.New(newLocker(t, nil), name, election.WithTTL(time.Second))
+		e := election.New(lockenv.Locker(t, nil), name, election.WithTTL(time.Second))
 		wg.Go(func() { errs[i] = election.Lead(ctx, e, "p", work) })
 	}
-	operator := newLocker(t, nil)
+	operator := lockenv.Locker(t, nil)
 	var last int64
 	for round := range 3 {
 		select {
@@ -63,7 +66,7 @@ func TestLeadAcrossLosses(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 10*time.Second, "both losses told to the work", func() bool { return lost.Load() == 2 })
+	testenv.Eventually(t, 10*time.Second, "both losses told to the work", func() bool { return lost.Load() == 2 })
 	cancel()
 	wg.Wait()
 	for _, err := range errs {
@@ -76,10 +79,10 @@ func TestLeadAcrossLosses(t *testing.T) {
 // When the work returns by itself, Lead resigns and returns its error.
 func TestLeadReturnsWhenTheWorkDoes(t *testing.T) {
 	t.Parallel()
-	name := testName(t)
-	e := election.New(newLocker(t, nil), name)
+	name := testenv.NewKey(t)
+	e := election.New(lockenv.Locker(t, nil), name)
 	failed := errors.New("work failed")
-	if err := election.Lead(timeout(t, 10*time.Second), e, "p", func(context.Context) error { return failed }); !errors.Is(err, failed) {
+	if err := election.Lead(testenv.Timeout(t, 10*time.Second), e, "p", func(context.Context) error { return failed }); !errors.Is(err, failed) {
 		t.Errorf("Lead = %v, want the work's error", err)
 	}
 	if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
@@ -91,7 +94,7 @@ func TestLeadReturnsWhenTheWorkDoes(t *testing.T) {
 				t.Error("the work's panic did not go up")
 			}
 		}()
-		election.Lead(timeout(t, 10*time.Second), e, "p", func(context.Context) error { panic("boom") })
+		election.Lead(testenv.Timeout(t, 10*time.Second), e, "p", func(context.Context) error { panic("boom") })
 	}()
 	if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
 		t.Errorf("Leader after a panic = %v, want ErrNoLeader: Lead resigns", err)
@@ -101,13 +104,13 @@ func TestLeadReturnsWhenTheWorkDoes(t *testing.T) {
 // Lead campaigns through a Redis that is down for a while.
 func TestLeadRetriesRedisFailures(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t)
-	e := election.New(dlockOn(t, srv), testName(t), election.WithTTL(time.Second))
+	srv := redistest.NewServer(t)
+	e := election.New(dlockOn(t, srv), testenv.NewKey(t), election.WithTTL(time.Second))
 	srv.Kill()
 	started := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- election.Lead(timeout(t, 30*time.Second), e, "p", func(context.Context) error {
+		done <- election.Lead(testenv.Timeout(t, 30*time.Second), e, "p", func(context.Context) error {
 			close(started)
 			return nil
 		})
@@ -123,10 +126,10 @@ func TestLeadRetriesRedisFailures(t *testing.T) {
 // A campaign on a Redis that is down fails at once, with the node's error.
 func TestCampaignRedisDown(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t)
-	e := election.New(dlockOn(t, srv), testName(t))
+	srv := redistest.NewServer(t)
+	e := election.New(dlockOn(t, srv), testenv.NewKey(t))
 	srv.Kill()
-	_, err := e.Campaign(timeout(t, 10*time.Second), "p")
+	_, err := e.Campaign(testenv.Timeout(t, 10*time.Second), "p")
 	var node *dlock.NodeError
 	if !errors.As(err, &node) || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("Campaign on a dead Redis = %v, want a dlock.NodeError wrapping the refused connection", err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // next returns the next value of ch, or fails the test if none comes in
@@ -31,9 +33,9 @@ func next(t *testing.T, ch <-chan election.Leader) election.Leader {
 // pushed: no change waits for a lease to run out.
 func TestObserve(t *testing.T) {
 	t.Parallel()
-	name := testName(t)
+	name := testenv.NewKey(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := election.New(newLocker(t, nil), name).Observe(ctx)
+	ch := election.New(lockenv.Locker(t, nil), name).Observe(ctx)
 	defer func() {
 		cancel()
 		for range ch { // closed once its goroutine is done
@@ -43,7 +45,7 @@ func TestObserve(t *testing.T) {
 		t.Fatalf("first value %+v, want the empty seat", l)
 	}
 	for _, value := range []string{"a", "b"} {
-		l, err := election.New(newLocker(t, nil), name).Campaign(timeout(t, 10*time.Second), value)
+		l, err := election.New(lockenv.Locker(t, nil), name).Campaign(testenv.Timeout(t, 10*time.Second), value)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,9 +63,9 @@ func TestObserve(t *testing.T) {
 // over the last value observed is the leader.
 func TestObserveChurn(t *testing.T) {
 	t.Parallel()
-	name := testName(t)
+	name := testenv.NewKey(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := election.New(newLocker(t, nil), name).Observe(ctx)
+	ch := election.New(lockenv.Locker(t, nil), name).Observe(ctx)
 	var last atomic.Pointer[election.Leader]
 	observed := make(chan struct{})
 	go func() {
@@ -79,10 +81,10 @@ func TestObserveChurn(t *testing.T) {
 	}()
 	var wg sync.WaitGroup
 	for i := range 3 {
-		e := election.New(newLocker(t, nil), name)
+		e := election.New(lockenv.Locker(t, nil), name)
 		wg.Go(func() {
 			for range 10 {
-				l, err := e.Campaign(timeout(t, 30*time.Second), string(rune('a'+i)))
+				l, err := e.Campaign(testenv.Timeout(t, 30*time.Second), string(rune('a'+i)))
 				if err != nil {
 					t.Error(err)
 					return
@@ -92,12 +94,12 @@ func TestObserveChurn(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	final, err := election.New(newLocker(t, nil), name).Campaign(timeout(t, 10*time.Second), "final")
+	final, err := election.New(lockenv.Locker(t, nil), name).Campaign(testenv.Timeout(t, 10*time.Second), "final")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := election.Leader{Value: "final", Term: final.Term()}
-	eventually(t, 5*time.Second, "the last value observed is the leader", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the last value observed is the leader", func() bool {
 		l := last.Load()
 		return l != nil && *l == want
 	})

@@ -17,6 +17,8 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // fencedWrite is the protected resource: it takes a write of a term no
@@ -71,7 +73,7 @@ func TestHelperLeader(t *testing.T) {
 // learns that it lost its leadership.
 func TestPausedLeaderIsFenced(t *testing.T) {
 	t.Parallel()
-	name, resource := testName(t), testName(t)+":resource"
+	name, resource := testenv.NewKey(t), testenv.NewKey(t)+":resource"
 	child := exec.Command(os.Args[0], "-test.run=^TestHelperLeader$")
 	child.Env = append(os.Environ(), "ELECTION_TEST_ADDR="+redisAddr, "ELECTION_TEST_NAME="+name, "ELECTION_TEST_RESOURCE="+resource)
 	stdin, _ := child.StdinPipe()
@@ -98,7 +100,7 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	l, err := election.New(newLocker(t, nil), name).Campaign(timeout(t, 10*time.Second), "next")
+	l, err := election.New(lockenv.Locker(t, nil), name).Campaign(testenv.Timeout(t, 10*time.Second), "next")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 	if l.Term() <= pausedTerm {
 		t.Errorf("the next leader's term %d is not above the paused one's %d", l.Term(), pausedTerm)
 	}
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	if got := write(t.Context(), rdb, resource, l.Term()); got != "written" {
 		t.Fatalf("the next leader's write: %s", got)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -17,7 +18,7 @@ func newRedlock(t testing.TB, srvs []*redistest.Server) *dlock.Client {
 	t.Helper()
 	var nodes []redis.UniversalClient
 	for _, s := range srvs {
-		nodes = append(nodes, s.Client(fastFail))
+		nodes = append(nodes, s.Client(testenv.FastFail))
 	}
 	locker, err := dlock.NewRedlock(nodes, dlock.WithNodeTimeout(500*time.Millisecond))
 	if err != nil {
@@ -32,7 +33,7 @@ func newRedlock(t testing.TB, srvs []*redistest.Server) *dlock.Client {
 func TestRedlockWithANodeDown(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.NewServers(t, 3)
-	name := testName(t)
+	name := testenv.NewKey(t)
 	crashing := newRedlock(t, srvs)
 	a := election.New(newRedlock(t, srvs), name, election.WithTTL(500*time.Millisecond))
 	b := election.New(crashing, name, election.WithTTL(500*time.Millisecond))
@@ -48,7 +49,7 @@ func TestRedlockWithANodeDown(t *testing.T) {
 	if l := next(t, observed); l != (election.Leader{}) {
 		t.Fatalf("first value %+v, want the empty seat", l)
 	}
-	first, err := a.Campaign(timeout(t, 10*time.Second), "a")
+	first, err := a.Campaign(testenv.Timeout(t, 10*time.Second), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestRedlockWithANodeDown(t *testing.T) {
 	}
 	got := make(chan *election.Leadership, 1)
 	go func() {
-		l, err := b.Campaign(timeout(t, 10*time.Second), "b")
+		l, err := b.Campaign(testenv.Timeout(t, 10*time.Second), "b")
 		if err != nil {
 			t.Error(err)
 		}
@@ -79,7 +80,7 @@ func TestRedlockWithANodeDown(t *testing.T) {
 		}
 	}
 	crashing.Close() // b crashes: a takes over when its lease runs out
-	third, err := a.Campaign(timeout(t, 10*time.Second), "a again")
+	third, err := a.Campaign(testenv.Timeout(t, 10*time.Second), "a again")
 	if err != nil {
 		t.Fatal(err)
 	}

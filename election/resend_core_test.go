@@ -8,16 +8,18 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // Eight Resign calls of one Leadership at once: every one returns nil (one
 // resigned, the others find it done), and Err says resigned, never lost.
 func TestConcurrentResigns(t *testing.T) {
 	t.Parallel()
-	locker := newLocker(t, nil)
+	locker := lockenv.Locker(t, nil)
 	for round := range 50 {
-		e := election.New(locker, testName(t))
-		lead, err := e.Campaign(timeout(t, 10*time.Second), "me")
+		e := election.New(locker, testenv.NewKey(t))
+		lead, err := e.Campaign(testenv.Timeout(t, 10*time.Second), "me")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +29,7 @@ func TestConcurrentResigns(t *testing.T) {
 		for i := range errs {
 			wg.Go(func() {
 				<-start
-				errs[i] = lead.Resign(timeout(t, 10*time.Second))
+				errs[i] = lead.Resign(testenv.Timeout(t, 10*time.Second))
 			})
 		}
 		close(start)

@@ -16,6 +16,9 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
+	"github.com/dlock-go/dlock/redistest"
 )
 
 // pauseFor is how long the fault tests keep Redis paused with a call in
@@ -168,9 +171,9 @@ type pausedAt struct {
 // script call on key with args arguments (any number if 0).
 func newPausedAt(t *testing.T) (p *pausedAt, arm func(key string, args int)) {
 	t.Helper()
-	srv := newServer(t)
+	srv := redistest.NewServer(t)
 	rdb := srv.Client() // go-redis's defaults: ReadTimeout 3 s, MaxRetries 3
-	p = &pausedAt{rdb: rdb, locker: newLocker(t, rdb), paused: make(chan struct{}), resumed: make(chan struct{})}
+	p = &pausedAt{rdb: rdb, locker: lockenv.Locker(t, rdb), paused: make(chan struct{}), resumed: make(chan struct{})}
 	arm = func(key string, args int) {
 		warmPool(t, rdb, 8)
 		p.commands = monitor(t, srv.Addr())
@@ -194,7 +197,7 @@ func newPausedAt(t *testing.T) (p *pausedAt, arm func(key string, args int)) {
 func (p *pausedAt) copies(t *testing.T) {
 	t.Helper()
 	<-p.resumed
-	eventually(t, 10*time.Second, "the paused call run twice or more: go-redis sent a copy", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the paused call run twice or more: go-redis sent a copy", func() bool {
 		return p.commands.count(`"evalsha"`, `"`+p.hook.sha+`"`, `"`+p.hook.key+`"`) >= 2
 	})
 }
@@ -205,9 +208,9 @@ func (p *pausedAt) copies(t *testing.T) {
 func TestResentCampaignLeadsOnce(t *testing.T) {
 	t.Parallel()
 	p, arm := newPausedAt(t)
-	name := testName(t)
+	name := testenv.NewKey(t)
 	e := election.New(p.locker, name)
-	ctx := timeout(t, time.Minute)
+	ctx := testenv.Timeout(t, time.Minute)
 	l, err := e.Campaign(ctx, "warm") // the scripts in Redis's cache
 	if err != nil {
 		t.Fatal(err)
@@ -240,9 +243,9 @@ func TestResentAnnouncementWakesObservers(t *testing.T) {
 	slowFaults(t)
 	t.Parallel()
 	p, arm := newPausedAt(t)
-	name := testName(t)
+	name := testenv.NewKey(t)
 	e := election.New(p.locker, name)
-	ctx := timeout(t, time.Minute)
+	ctx := testenv.Timeout(t, time.Minute)
 	l, err := e.Campaign(ctx, "warm") // the scripts in Redis's cache
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +260,7 @@ func TestResentAnnouncementWakesObservers(t *testing.T) {
 		t.Fatalf("Observe of an empty seat = %+v, want the zero Leader", got)
 	}
 	vacancy := "dlock:vacancy:" + name
-	eventually(t, 10*time.Second, "the observer holds the vacancy", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the observer holds the vacancy", func() bool {
 		return p.rdb.Exists(ctx, vacancy).Val() == 1
 	})
 	arm(vacancy, 9) // force_release.lua: EVALSHA sha 6 keys
@@ -280,9 +283,9 @@ func TestResentCampaignThatGaveUpHoldsNoSeat(t *testing.T) {
 	slowFaults(t)
 	t.Parallel()
 	p, arm := newPausedAt(t)
-	name := testName(t)
+	name := testenv.NewKey(t)
 	e := election.New(p.locker, name, election.WithTTL(time.Hour))
-	ctx := timeout(t, time.Minute)
+	ctx := testenv.Timeout(t, time.Minute)
 	l, err := e.Campaign(ctx, "warm") // the scripts in Redis's cache
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +308,7 @@ func TestResentCampaignThatGaveUpHoldsNoSeat(t *testing.T) {
 	}
 	p.copies(t)
 	rival := election.New(p.locker, name, election.WithTTL(time.Hour))
-	l, err = rival.Campaign(timeout(t, 30*time.Second), "rival")
+	l, err = rival.Campaign(testenv.Timeout(t, 30*time.Second), "rival")
 	if err != nil {
 		t.Fatalf("a rival's Campaign after the copies ran = %v; want it to lead (the seat's lease is an hour)", err)
 	}

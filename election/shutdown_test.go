@@ -13,6 +13,9 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
+	"github.com/dlock-go/dlock/redistest"
 )
 
 // records is a slog.Handler that keeps what it is given, for tests that
@@ -95,10 +98,10 @@ func deadAddr(t *testing.T) string {
 // network's error. (go-redis's default options.)
 func TestLeadRedisDownLogsAndReturnsTheCause(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t)
+	srv := redistest.NewServer(t)
 	srv.Kill()
 	var log records
-	e := election.New(newLocker(t, srv.Client()), testName(t),
+	e := election.New(lockenv.Locker(t, srv.Client()), testenv.NewKey(t),
 		election.WithTTL(100*time.Millisecond), election.WithLogger(slog.New(&log)))
 	ctx, expire := expiring()
 	defer expire()
@@ -109,7 +112,7 @@ func TestLeadRedisDownLogsAndReturnsTheCause(t *testing.T) {
 			return nil
 		})
 	}()
-	eventually(t, 30*time.Second, "two failed campaigns logged", func() bool {
+	testenv.Eventually(t, 30*time.Second, "two failed campaigns logged", func() bool {
 		return len(log.matching(slog.LevelWarn, "campaign failed")) >= 2
 	})
 	expire()
@@ -137,12 +140,12 @@ func TestLeadRedisDownLogsAndReturnsTheCause(t *testing.T) {
 // (dlock.WithLogger).
 func TestLeadLogsThroughTheClientsLogger(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t)
+	srv := redistest.NewServer(t)
 	srv.Kill()
 	var log records
 	locker := dlock.New(srv.Client(), dlock.WithLogger(slog.New(&log)))
 	t.Cleanup(func() { locker.Close() })
-	e := election.New(locker, testName(t), election.WithTTL(100*time.Millisecond))
+	e := election.New(locker, testenv.NewKey(t), election.WithTTL(100*time.Millisecond))
 	ctx, expire := expiring()
 	defer expire()
 	done := make(chan error, 1)
@@ -152,7 +155,7 @@ func TestLeadLogsThroughTheClientsLogger(t *testing.T) {
 			return nil
 		})
 	}()
-	eventually(t, 30*time.Second, "a failed campaign logged through the Client's logger", func() bool {
+	testenv.Eventually(t, 30*time.Second, "a failed campaign logged through the Client's logger", func() bool {
 		return len(log.matching(slog.LevelWarn, "campaign failed")) >= 1
 	})
 	expire()
@@ -164,8 +167,8 @@ func TestLeadLogsThroughTheClientsLogger(t *testing.T) {
 // own.
 func TestLeadShutdownReturnsNil(t *testing.T) {
 	t.Parallel()
-	name := testName(t)
-	e := election.New(newLocker(t, nil), name)
+	name := testenv.NewKey(t)
+	e := election.New(lockenv.Locker(t, nil), name)
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
 	done := make(chan error, 1)
@@ -179,7 +182,7 @@ func TestLeadShutdownReturnsNil(t *testing.T) {
 	<-started
 
 	// A second candidate campaigns while the first leads.
-	candidate := election.New(newLocker(t, nil), name)
+	candidate := election.New(lockenv.Locker(t, nil), name)
 	cctx, ccancel := context.WithCancelCause(context.Background())
 	cdone := make(chan error, 1)
 	go func() {
@@ -219,7 +222,7 @@ func TestLeadShutdownReturnsNil(t *testing.T) {
 // wrapping context.DeadlineExceeded.
 func TestLeadDeadlineReturnsIt(t *testing.T) {
 	t.Parallel()
-	e := election.New(newLocker(t, nil), testName(t))
+	e := election.New(lockenv.Locker(t, nil), testenv.NewKey(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	err := election.Lead(ctx, e, "leader", func(ctx context.Context) error {
@@ -237,7 +240,7 @@ func TestLeadDeadlineReturnsIt(t *testing.T) {
 // WithLogger(nil) is an invalid option, not a panic.
 func TestWithLoggerNil(t *testing.T) {
 	t.Parallel()
-	e := election.New(newLocker(t, nil), testName(t), election.WithLogger(nil))
+	e := election.New(lockenv.Locker(t, nil), testenv.NewKey(t), election.WithLogger(nil))
 	if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrInvalid) {
 		t.Errorf("Leader of an election WithLogger(nil) = %v, want ErrInvalid", err)
 	}

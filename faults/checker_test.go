@@ -138,7 +138,7 @@ func (c *checker) run(t *testing.T, schedule func(deadline time.Time)) verdict {
 		t.Errorf("%d pairs of holdings with fences out of the order of their grants:\n%s", len(v.fenceOrder), strings.Join(v.fenceOrder, "\n"))
 	}
 	if len(v.minority) > 0 {
-		t.Errorf("%d Redlock holders valid by their own account on fewer nodes than a quorum (issue 9, item 0, if the lead's fix is not merged yet):\n%s",
+		t.Errorf("%d Redlock holders valid by their own account on fewer nodes than a quorum:\n%s",
 			len(v.minority), strings.Join(v.minority, "\n"))
 	}
 	if len(v.overlaps) > 0 {
@@ -385,13 +385,12 @@ func TestCheckerRedlockSlowNodes(t *testing.T) {
 // fast as they can, each attempt with a new Client, whose first wait
 // subscribes to the release messages and then tries again at once.
 //
-// It found a double grant, fixed since (issue 9, item 0): an Obtain whose
-// first attempt found the lock held before every node answered retried at
-// once with the same token; a node's late grant of the first attempt
-// counted for the retry, and the first attempt's clean-up then deleted it,
-// leaving the holder on a minority with Err nil and Until ahead (and Fence
-// 0). The checker reported it as a Redlock holder on fewer nodes than a
-// quorum, in about one run in five.
+// It guards against a double grant: an Obtain whose first attempt found
+// the lock held before every node answered must not retry with the same
+// token, or a node's late grant of the first attempt counts for the retry
+// and the first attempt's clean-up deletes it, leaving the holder on a
+// minority with Err nil and Until ahead (and Fence 0). The checker reports
+// that as a Redlock holder on fewer nodes than a quorum.
 func TestCheckerRedlockContended(t *testing.T) {
 	c, nodes := redlockChecker(t)
 	c.gap = time.Millisecond

@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // A replay has the stored headers but the hop-by-hop ones.
 func TestMiddlewareReplayedHeaders(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
+	store := newStore(t, testenv.Client(t))
 	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		h := w.Header()
 		h.Set("Connection", "X-Per-Hop")
@@ -32,7 +33,7 @@ func TestMiddlewareReplayedHeaders(t *testing.T) {
 		w.Write([]byte("created"))
 	})
 	srv := serve(t, store.Middleware(h))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	post(ctx, t, srv.URL, `"k"`, "")
 	r := post(ctx, t, srv.URL, `"k"`, "")
 	if r.status != http.StatusCreated || r.body != "created" || r.header.Get("Location") != "/payments/1" ||
@@ -53,14 +54,14 @@ func TestMiddlewareLargeResponse(t *testing.T) {
 	var logs bytes.Buffer
 	var logMu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))
-	store := newStore(t, sharedClient(t), idempotency.WithMaxResult(64<<10), idempotency.WithLogger(logger))
+	store := newStore(t, testenv.Client(t), idempotency.WithMaxResult(64<<10), idempotency.WithLogger(logger))
 	large := bytes.Repeat([]byte("0123456789abcdef"), 16<<10) // 256 KiB
 	var runs atomic.Int32
 	srv := serve(t, store.Middleware(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		runs.Add(1)
 		w.Write(large)
 	})))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	for range 2 {
 		if r := post(ctx, t, srv.URL, `"k"`, ""); r.status != http.StatusOK || r.body != string(large) {
 			t.Fatalf("large response: %d, %d bytes; want 200 and %d bytes", r.status, len(r.body), len(large))
@@ -91,7 +92,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // stored whole.
 func TestMiddlewareStreamedResponse(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
+	store := newStore(t, testenv.Client(t))
 	firstRead := make(chan struct{})
 	srv := serve(t, store.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("first,"))
@@ -103,7 +104,7 @@ func TestMiddlewareStreamedResponse(t *testing.T) {
 		}
 		w.Write([]byte("second"))
 	})))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, nil)
 	req.Header.Set(idempotency.KeyHeader, `"k"`)
 	resp, err := http.DefaultClient.Do(req)
@@ -129,7 +130,7 @@ func TestMiddlewareStreamedResponse(t *testing.T) {
 // fingerprinted and reach the handler whole; one over WithMaxBody gets 413.
 func TestMiddlewareRequestBodies(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
+	store := newStore(t, testenv.Client(t))
 	var got atomic.Int64
 	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
@@ -137,7 +138,7 @@ func TestMiddlewareRequestBodies(t *testing.T) {
 		fmt.Fprint(w, n)
 	})
 	srv := serve(t, store.Middleware(echo, idempotency.WithMaxBody(1<<20)))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	large := strings.Repeat("x", 1<<20)
 	if r := post(ctx, t, srv.URL, `"large"`, large); r.status != http.StatusOK || r.body != fmt.Sprint(1<<20) {
 		t.Errorf("1 MiB body: %d %s", r.status, r.body)

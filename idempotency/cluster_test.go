@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -17,7 +18,7 @@ func TestDoOnCluster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.NewCluster(t, 3, 0)
 	store := newStore(t, cluster.Client())
-	ctx := timeout(t, 20*time.Second)
+	ctx := testenv.Timeout(t, 20*time.Second)
 	var runs atomic.Int32
 	keys := []string{"order:1", "{user:7}:cart", "a}b", "a{}b", "订单", "\x00\xff}"}
 	for i := range 20 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // counted returns a function for Do that counts its runs and returns result.
@@ -26,8 +27,8 @@ func counted(runs *atomic.Int32, result string) func(context.Context) ([]byte, e
 
 func TestDoRunsOnceThenReplays(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
-	ctx := timeout(t, 10*time.Second)
+	store := newStore(t, testenv.Client(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	var runs atomic.Int32
 
 	for i, wantReplayed := range []bool{false, true, true} {
@@ -43,8 +44,8 @@ func TestDoRunsOnceThenReplays(t *testing.T) {
 
 func TestDoMismatch(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
-	ctx := timeout(t, 10*time.Second)
+	store := newStore(t, testenv.Client(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	var runs atomic.Int32
 	if _, _, err := store.Do(ctx, "order:1", []byte("amount=10"), counted(&runs, "r")); err != nil {
 		t.Fatal(err)
@@ -61,8 +62,8 @@ func TestDoMismatch(t *testing.T) {
 // Keys of any bytes and length work; only the empty key is refused.
 func TestDoKeys(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
-	ctx := timeout(t, 10*time.Second)
+	store := newStore(t, testenv.Client(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	var runs atomic.Int32
 	keys := []string{"k", "{tag}k", "\x00\xff binary", strings.Repeat("long", 10_000), "ключ"}
 	for _, key := range keys {
@@ -85,8 +86,8 @@ func TestDoKeys(t *testing.T) {
 
 func TestDoErrorIsNotStored(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
-	ctx := timeout(t, 10*time.Second)
+	store := newStore(t, testenv.Client(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	declined := errors.New("provider timed out")
 	_, _, err := store.Do(ctx, "order:1", nil, func(context.Context) ([]byte, error) { return nil, declined })
 	if !errors.Is(err, declined) {
@@ -100,8 +101,8 @@ func TestDoErrorIsNotStored(t *testing.T) {
 
 func TestDoFinalErrorIsReplayed(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
-	ctx := timeout(t, 10*time.Second)
+	store := newStore(t, testenv.Client(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	declined := errors.New("card declined")
 	var runs atomic.Int32
 	fn := func(context.Context) ([]byte, error) {
@@ -126,8 +127,8 @@ func TestDoFinalErrorIsReplayed(t *testing.T) {
 
 func TestDoTooLarge(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t), idempotency.WithMaxResult(10))
-	ctx := timeout(t, 10*time.Second)
+	store := newStore(t, testenv.Client(t), idempotency.WithMaxResult(10))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	var runs atomic.Int32
 	for range 2 {
 		result, replayed, err := store.Do(ctx, "report", nil, counted(&runs, "eleven bytes"))
@@ -142,9 +143,9 @@ func TestDoTooLarge(t *testing.T) {
 
 func TestDoPanicFreesTheKey(t *testing.T) {
 	t.Parallel()
-	rdb := sharedClient(t)
+	rdb := testenv.Client(t)
 	store := newStore(t, rdb)
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	func() {
 		defer func() {
 			if r := recover(); r != "boom" {
@@ -164,10 +165,10 @@ func TestDoPanicFreesTheKey(t *testing.T) {
 
 func TestDoRetention(t *testing.T) {
 	t.Parallel()
-	rdb := sharedClient(t)
+	rdb := testenv.Client(t)
 	const retention = 200 * time.Millisecond
 	store := newStore(t, rdb, idempotency.WithRetention(retention))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	var runs atomic.Int32
 	if _, _, err := store.Do(ctx, "order:1", nil, counted(&runs, "r")); err != nil {
 		t.Fatal(err)
@@ -179,7 +180,7 @@ func TestDoRetention(t *testing.T) {
 			t.Errorf("the record's ttl is %v, want at most the retention, %v", ttl, retention)
 		}
 	}
-	eventually(t, 5*time.Second, "run again", func() bool {
+	testenv.Eventually(t, 5*time.Second, "run again", func() bool {
 		_, replayed, err := store.Do(ctx, "order:1", nil, counted(&runs, "r"))
 		if err != nil {
 			t.Fatal(err)
@@ -195,10 +196,10 @@ func TestDoRetention(t *testing.T) {
 // with WithWait(0) it gets ErrInProgress at once.
 func TestDoConcurrentCalls(t *testing.T) {
 	t.Parallel()
-	rdb := sharedClient(t)
+	rdb := testenv.Client(t)
 	waiting := newStore(t, rdb)
 	impatient := mustNew(t, rdb, idempotency.WithPrefix(prefix(t)), idempotency.WithWait(0))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 
 	running, finish := make(chan struct{}), make(chan struct{})
 	first := make(chan error, 1)
@@ -261,8 +262,8 @@ func TestDoConcurrentCalls(t *testing.T) {
 // A waiter whose first call fails runs fn itself.
 func TestDoWaiterRunsAfterFailure(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
-	ctx := timeout(t, 10*time.Second)
+	store := newStore(t, testenv.Client(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	running, finish := make(chan struct{}), make(chan struct{})
 	first := make(chan error, 1)
 	go func() {
@@ -295,9 +296,9 @@ func TestDoWaiterRunsAfterFailure(t *testing.T) {
 // cannot store its result over that of the call that took over.
 func TestDoLostLockCannotOverwrite(t *testing.T) {
 	t.Parallel()
-	rdb := sharedClient(t)
+	rdb := testenv.Client(t)
 	store := newStore(t, rdb, idempotency.WithLockTTL(300*time.Millisecond), idempotency.WithWait(0))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 
 	running, finish := make(chan struct{}), make(chan struct{})
 	type answer struct {
@@ -324,7 +325,7 @@ func TestDoLostLockCannotOverwrite(t *testing.T) {
 	}
 	rdb.Del(ctx, locks[0]) // the lock expires, or an operator removes it
 
-	eventually(t, 5*time.Second, "taken over", func() bool {
+	testenv.Eventually(t, 5*time.Second, "taken over", func() bool {
 		_, _, err := store.Do(ctx, "order:1", nil, func(context.Context) ([]byte, error) { return []byte("second"), nil })
 		return err == nil
 	})
@@ -344,8 +345,8 @@ func TestDoLostLockCannotOverwrite(t *testing.T) {
 
 func TestStoreInvalid(t *testing.T) {
 	t.Parallel()
-	rdb := sharedClient(t)
-	ctx := timeout(t, 10*time.Second)
+	rdb := testenv.Client(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	fn := func(context.Context) ([]byte, error) { return nil, nil }
 	invalid := map[string]struct {
 		rdb  redis.UniversalClient
@@ -385,8 +386,8 @@ func TestStoreInvalid(t *testing.T) {
 // Results are bytes, stored and replayed exactly.
 func TestDoBinaryResult(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
-	ctx := timeout(t, 10*time.Second)
+	store := newStore(t, testenv.Client(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	want := []byte{0, 1, 2, 0xff, '\n', 0}
 	for range 2 {
 		result, _, err := store.Do(ctx, "k", nil, func(context.Context) ([]byte, error) { return want, nil })

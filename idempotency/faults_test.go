@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -52,7 +53,7 @@ func TestMiddlewareRedisDown(t *testing.T) {
 	closed := serve(t, newStore(t, rdb).Middleware(pay))
 	open := serve(t, newStore(t, rdb).Middleware(pay, idempotency.WithFailOpen()))
 	srv.Kill()
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 
 	r := post(ctx, t, closed.URL, `"k"`, "")
 	if typ, _ := problemOf(t, r); r.status != http.StatusServiceUnavailable || typ != idempotency.DefaultProblemType+"#unavailable" {
@@ -72,7 +73,7 @@ func TestDoRedisDown(t *testing.T) {
 	store := newStore(t, srv.Client(noRetries))
 	srv.Kill()
 	var runs atomic.Int32
-	_, _, err := store.Do(timeout(t, 10*time.Second), "k", nil, counted(&runs, "r"))
+	_, _, err := store.Do(testenv.Timeout(t, 10*time.Second), "k", nil, counted(&runs, "r"))
 	if !errors.Is(err, idempotency.ErrUnavailable) || runs.Load() != 0 {
 		t.Errorf("Do with Redis down: %v, %d runs; want ErrUnavailable, no run", err, runs.Load())
 	}
@@ -114,7 +115,7 @@ func TestMiddlewareRedisPaused(t *testing.T) {
 	}
 	// The hung request's acquire lands when Redis is back, and is released
 	// at once, as its caller gave up; until then a retry is told 409.
-	ctx = timeout(t, 10*time.Second)
+	ctx = testenv.Timeout(t, 10*time.Second)
 	r := post(ctx, t, web.URL, `"k"`, "")
 	for r.status == http.StatusConflict && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
@@ -147,7 +148,7 @@ func TestMiddlewareRedisRestartedMidRequest(t *testing.T) {
 	srv := redistest.NewServer(t)
 	pay := newCarefulPayments()
 	web := serve(t, newStore(t, srv.Client(), idempotency.WithLockTTL(300*time.Millisecond)).Middleware(pay))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 
 	first := make(chan reply, 1)
 	go func() { first <- post(ctx, t, web.URL, `"k"`, "") }()
@@ -174,7 +175,7 @@ func TestMiddlewareRedisRestartedMidRequest(t *testing.T) {
 func TestMiddlewareProcessKilledMidHandler(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	const lockTTL = 300 * time.Millisecond
 
 	rdbA := redis.NewClient(&redis.Options{Addr: srv.Addr()})
@@ -215,7 +216,7 @@ func TestMiddlewareProcessKilledMidHandler(t *testing.T) {
 func TestMiddlewareClientGoneMidHandler(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
-	mw := newStore(t, sharedClient(t)).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw := newStore(t, testenv.Client(t)).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if runs.Add(1) == 1 {
 			<-r.Context().Done() // the client went away: give up, write nothing
 			return
@@ -239,11 +240,11 @@ func TestMiddlewareClientGoneMidHandler(t *testing.T) {
 		}
 		sent <- err
 	}()
-	eventually(t, 10*time.Second, "in the handler", func() bool { return runs.Load() == 1 })
+	testenv.Eventually(t, 10*time.Second, "in the handler", func() bool { return runs.Load() == 1 })
 	cancel()
 	receive(t, sent)
 	receive(t, served) // the middleware is done with the first request
-	if r := post(timeout(t, 10*time.Second), t, web.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
+	if r := post(testenv.Timeout(t, 10*time.Second), t, web.URL, `"k"`, ""); r.status != http.StatusCreated || r.header.Get(idempotency.ReplayHeader) != "" {
 		t.Errorf("retry: %d, replayed %q; want the handler to run again", r.status, r.header.Get(idempotency.ReplayHeader))
 	}
 }
@@ -260,7 +261,7 @@ func TestMiddlewareRedisPausedMidHandler(t *testing.T) {
 	// The lock ends for its holder a little before its key expires in
 	// Redis: the retry waits for the key instead of getting 409.
 	retries := serve(t, store.Middleware(pay, idempotency.WithWaitForInProgress()))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 
 	first := make(chan reply, 1)
 	go func() { first <- post(ctx, t, web.URL, `"k"`, "") }()

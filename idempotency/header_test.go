@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // The Idempotency-Key header: an RFC 8941 String, or with WithBareKeys also
@@ -17,7 +18,7 @@ import (
 // net/http would refuse on the wire reach the parser too.
 func TestKeyHeader(t *testing.T) {
 	t.Parallel()
-	rdb := sharedClient(t)
+	rdb := testenv.Client(t)
 	strict := newStore(t, rdb).Middleware(&payments{})
 	bareStore := mustNew(t, rdb, idempotency.WithPrefix(prefix(t)+"bare:"))
 	bare := bareStore.Middleware(&payments{}, idempotency.WithBareKeys())
@@ -62,7 +63,7 @@ func TestKeyHeader(t *testing.T) {
 			want int
 			name string
 		}{{strict, tt.strict, "strict"}, {bare, tt.bare, "bare"}} {
-			r := httptest.NewRequestWithContext(timeout(t, 10*time.Second), http.MethodPost, "/pay", nil)
+			r := httptest.NewRequestWithContext(testenv.Timeout(t, 10*time.Second), http.MethodPost, "/pay", nil)
 			r.Header[idempotency.KeyHeader] = tt.values
 			w := httptest.NewRecorder()
 			mode.h.ServeHTTP(w, r)
@@ -85,7 +86,7 @@ func TestKeyHeader(t *testing.T) {
 func TestKeyHeaderInjectionOnTheWire(t *testing.T) {
 	t.Parallel()
 	pay := &payments{}
-	srv := serve(t, newStore(t, sharedClient(t)).Middleware(pay))
+	srv := serve(t, newStore(t, testenv.Client(t)).Middleware(pay))
 	for _, value := range []string{"\"a\"\rX-Injected: 1", "\"a\x00\"", "\"a\"\n\tcontinued"} {
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -27,7 +28,7 @@ func TestNoGoroutinesLeftBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	fn := func(context.Context) ([]byte, error) { return []byte("r"), nil }
 
 	for i := range 5 {

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -97,12 +98,12 @@ func checkInterrupted(t *testing.T, r reply) {
 // and the retry runs the handler.
 func TestMiddlewareLockDeletedMidRequest(t *testing.T) {
 	t.Parallel()
-	rdb := sharedClient(t)
+	rdb := testenv.Client(t)
 	logs := &logRecorder{}
 	q := newQuitter()
 	q.header = true
 	web := serve(t, newStore(t, rdb, idempotency.WithLogger(slog.New(logs))).Middleware(q))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 
 	first := make(chan reply, 1)
 	go func() { first <- post(ctx, t, web.URL, `"k"`, "") }()
@@ -148,7 +149,7 @@ func testRedisPausedPastLockTTL(t *testing.T, opts func(*redis.Options)) {
 	store := newStore(t, srv.Client(opts), idempotency.WithLockTTL(lockTTL))
 	web := serve(t, store.Middleware(q))
 	retries := serve(t, store.Middleware(q, idempotency.WithWaitForInProgress()))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 
 	first := make(chan reply, 1)
 	go func() { first <- post(ctx, t, web.URL, `"k"`, "") }()
@@ -169,7 +170,7 @@ func testRedisPausedPastLockTTL(t *testing.T, opts func(*redis.Options)) {
 // log says so, and the retry runs the handler.
 func TestMiddlewareLockLostAfterResponse(t *testing.T) {
 	t.Parallel()
-	rdb := sharedClient(t)
+	rdb := testenv.Client(t)
 	logs := &logRecorder{}
 	var runs atomic.Int32
 	running := make(chan struct{})
@@ -183,7 +184,7 @@ func TestMiddlewareLockLostAfterResponse(t *testing.T) {
 		}
 	})
 	web := serve(t, newStore(t, rdb, idempotency.WithLogger(slog.New(logs))).Middleware(h))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 
 	first := make(chan reply, 1)
 	go func() { first <- post(ctx, t, web.URL, `"k"`, "") }()

@@ -2,19 +2,13 @@ package idempotency_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/dlock-go/dlock/idempotency"
-	"github.com/dlock-go/dlock/internal/testwait"
-	"github.com/dlock-go/dlock/redistest"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // redisAddr is the address of a redis-server shared by the tests that do
@@ -23,33 +17,12 @@ import (
 var redisAddr string
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(redistest.Shared(m, &redisAddr))
+	testenv.Main(m, testenv.SharedServer(&redisAddr))
 }
-
-// sharedClient returns a client of the shared server, closed when the test
-// ends.
-func sharedClient(t testing.TB) *redis.Client {
-	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
-// prefixes holds the key prefix of each test run, so that a test run again
-// (go test -count) does not find the keys of its previous run.
-var (
-	prefixes sync.Map // testing.TB to its prefix
-	testRuns atomic.Int64
-)
 
 // prefix returns a key prefix unique to the test run.
 func prefix(t testing.TB) string {
-	if p, ok := prefixes.Load(t); ok {
-		return p.(string)
-	}
-	p := "idem-test:" + strings.ReplaceAll(t.Name(), "/", ":") + ":" + strconv.FormatInt(testRuns.Add(1), 10) + ":"
-	p2, _ := prefixes.LoadOrStore(t, p)
-	return p2.(string)
+	return testenv.Key(t) + ":"
 }
 
 // receive returns the next value from ch, and fails the test if none comes
@@ -84,21 +57,6 @@ func mustNew(t testing.TB, rdb redis.UniversalClient, opts ...idempotency.Option
 	}
 	t.Cleanup(func() { store.Close() })
 	return store
-}
-
-// timeout returns a context that ends after d and is cancelled with the test.
-func timeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually calls cond until it reports true, and fails the test if it has
-// not within limit. It bounds a wait for something Redis does in its own
-// time (a key expiring); it asserts no latency.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testwait.Until(t, d, what, cond)
 }
 
 // keysOf returns the Redis keys of the test's Store whose names match

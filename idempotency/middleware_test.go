@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // payments is a handler that charges once per request it runs: it counts
@@ -105,8 +106,8 @@ func problemOf(t testing.TB, r reply) (typ, title string) {
 func TestMiddlewareRunsOnceThenReplays(t *testing.T) {
 	t.Parallel()
 	pay := &payments{}
-	srv := serve(t, newStore(t, sharedClient(t)).Middleware(pay))
-	ctx := timeout(t, 10*time.Second)
+	srv := serve(t, newStore(t, testenv.Client(t)).Middleware(pay))
+	ctx := testenv.Timeout(t, 10*time.Second)
 
 	first := post(ctx, t, srv.URL+"/pay", `"k-1"`, "amount=10")
 	if first.status != http.StatusCreated || first.header.Get(idempotency.ReplayHeader) != "" {
@@ -140,8 +141,8 @@ func TestMiddlewareFiftyConcurrentRequests(t *testing.T) {
 		}
 		pay.ServeHTTP(w, r)
 	})
-	srv := serve(t, newStore(t, sharedClient(t)).Middleware(held))
-	ctx := timeout(t, 20*time.Second)
+	srv := serve(t, newStore(t, testenv.Client(t)).Middleware(held))
+	ctx := testenv.Timeout(t, 20*time.Second)
 
 	replies := make([]reply, requests)
 	var wg sync.WaitGroup
@@ -185,8 +186,8 @@ func TestMiddlewareWaitForInProgress(t *testing.T) {
 	t.Parallel()
 	const requests = 20
 	pay := &payments{}
-	srv := serve(t, newStore(t, sharedClient(t)).Middleware(pay, idempotency.WithWaitForInProgress()))
-	ctx := timeout(t, 20*time.Second)
+	srv := serve(t, newStore(t, testenv.Client(t)).Middleware(pay, idempotency.WithWaitForInProgress()))
+	ctx := testenv.Timeout(t, 20*time.Second)
 	replies := make([]reply, requests)
 	var wg sync.WaitGroup
 	for i := range requests {
@@ -206,8 +207,8 @@ func TestMiddlewareWaitForInProgress(t *testing.T) {
 func TestMiddlewareKeyReusedWithAnotherPayload(t *testing.T) {
 	t.Parallel()
 	pay := &payments{}
-	srv := serve(t, newStore(t, sharedClient(t)).Middleware(pay))
-	ctx := timeout(t, 10*time.Second)
+	srv := serve(t, newStore(t, testenv.Client(t)).Middleware(pay))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	post(ctx, t, srv.URL+"/pay", `"k"`, "amount=10")
 	for _, r := range []reply{
 		post(ctx, t, srv.URL+"/pay", `"k"`, "amount=99"),    // another body
@@ -226,8 +227,8 @@ func TestMiddlewareFingerprintOption(t *testing.T) {
 	t.Parallel()
 	pay := &payments{}
 	byAmount := func(r *http.Request, _ []byte) []byte { return []byte(r.URL.Query().Get("amount")) }
-	srv := serve(t, newStore(t, sharedClient(t)).Middleware(pay, idempotency.WithFingerprint(byAmount)))
-	ctx := timeout(t, 10*time.Second)
+	srv := serve(t, newStore(t, testenv.Client(t)).Middleware(pay, idempotency.WithFingerprint(byAmount)))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	post(ctx, t, srv.URL+"/pay?amount=10", `"k"`, "note=a")
 	if r := post(ctx, t, srv.URL+"/pay?amount=10", `"k"`, "note=b"); r.status != http.StatusCreated {
 		t.Errorf("same amount, another body: %d, want the replay", r.status)
@@ -243,10 +244,10 @@ func TestMiddlewareFingerprintOption(t *testing.T) {
 func TestMiddlewareQueryInFingerprint(t *testing.T) {
 	t.Parallel()
 	pay := &payments{}
-	store := newStore(t, sharedClient(t))
+	store := newStore(t, testenv.Client(t))
 	srv := serve(t, store.Middleware(pay))
 	ignoring := serve(t, store.Middleware(pay, idempotency.WithQueryIgnored()))
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 
 	if r := post(ctx, t, srv.URL+"/pay", `"k"`, ""); r.status != http.StatusCreated {
 		t.Fatalf("first: %d", r.status)
@@ -302,8 +303,8 @@ func TestMiddlewareScope(t *testing.T) {
 	t.Parallel()
 	pay := &payments{}
 	account := func(r *http.Request) string { return r.Header.Get("X-Account") }
-	srv := serve(t, newStore(t, sharedClient(t)).Middleware(pay, idempotency.WithScope(account)))
-	ctx := timeout(t, 10*time.Second)
+	srv := serve(t, newStore(t, testenv.Client(t)).Middleware(pay, idempotency.WithScope(account)))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	send := func(acct string) reply {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/pay", strings.NewReader("amount=10"))
 		req.Header.Set(idempotency.KeyHeader, `"same-key"`)
@@ -322,10 +323,10 @@ func TestMiddlewareScope(t *testing.T) {
 func TestMiddlewareRetention(t *testing.T) {
 	t.Parallel()
 	pay := &payments{}
-	srv := serve(t, newStore(t, sharedClient(t), idempotency.WithRetention(100*time.Millisecond)).Middleware(pay))
-	ctx := timeout(t, 10*time.Second)
+	srv := serve(t, newStore(t, testenv.Client(t), idempotency.WithRetention(100*time.Millisecond)).Middleware(pay))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	post(ctx, t, srv.URL+"/pay", `"k"`, "a")
-	eventually(t, 5*time.Second, "charged again", func() bool {
+	testenv.Eventually(t, 5*time.Second, "charged again", func() bool {
 		r := post(ctx, t, srv.URL+"/pay", `"k"`, "a")
 		return r.status == http.StatusCreated && r.header.Get(idempotency.ReplayHeader) == ""
 	})
@@ -337,8 +338,8 @@ func TestMiddlewareRetention(t *testing.T) {
 func TestMiddlewareMethods(t *testing.T) {
 	t.Parallel()
 	pay := &payments{}
-	store := newStore(t, sharedClient(t))
-	ctx := timeout(t, 10*time.Second)
+	store := newStore(t, testenv.Client(t))
+	ctx := testenv.Timeout(t, 10*time.Second)
 	srv := serve(t, store.Middleware(pay))
 	for _, method := range []string{http.MethodGet, http.MethodPut, http.MethodDelete} {
 		req, _ := http.NewRequestWithContext(ctx, method, srv.URL, nil)
@@ -368,7 +369,7 @@ func TestMiddlewareMethods(t *testing.T) {
 // free the key for a retry.
 func TestMiddlewareFailuresAreNotStored(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
+	store := newStore(t, testenv.Client(t))
 	for _, status := range []int{500, 502, 503, 408, 429} {
 		var runs atomic.Int32
 		h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -379,7 +380,7 @@ func TestMiddlewareFailuresAreNotStored(t *testing.T) {
 			w.WriteHeader(http.StatusCreated)
 		})
 		srv := serve(t, store.Middleware(h))
-		ctx := timeout(t, 10*time.Second)
+		ctx := testenv.Timeout(t, 10*time.Second)
 		key := fmt.Sprintf(`"status-%d"`, status)
 		if r := post(ctx, t, srv.URL, key, ""); r.status != status {
 			t.Errorf("first: %d, want %d", r.status, status)
@@ -392,7 +393,7 @@ func TestMiddlewareFailuresAreNotStored(t *testing.T) {
 
 func TestMiddlewarePanicFreesTheKey(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
+	store := newStore(t, testenv.Client(t))
 	var runs atomic.Int32
 	h := store.Middleware(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if runs.Add(1) == 1 {
@@ -401,7 +402,7 @@ func TestMiddlewarePanicFreesTheKey(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	request := func() *http.Request {
-		r := httptest.NewRequestWithContext(timeout(t, 10*time.Second), http.MethodPost, "/pay", nil)
+		r := httptest.NewRequestWithContext(testenv.Timeout(t, 10*time.Second), http.MethodPost, "/pay", nil)
 		r.Header.Set(idempotency.KeyHeader, `"k"`)
 		return r
 	}
@@ -423,9 +424,9 @@ func TestMiddlewarePanicFreesTheKey(t *testing.T) {
 
 func TestMiddlewareProblemType(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
+	store := newStore(t, testenv.Client(t))
 	srv := serve(t, store.Middleware(&payments{}, idempotency.WithProblemType("https://developer.example.com/idempotency")))
-	r := post(timeout(t, 10*time.Second), t, srv.URL, "", "")
+	r := post(testenv.Timeout(t, 10*time.Second), t, srv.URL, "", "")
 	if typ, title := problemOf(t, r); typ != "https://developer.example.com/idempotency#missing-key" || title != "Idempotency-Key is missing" {
 		t.Errorf("missing key: %d %q %q", r.status, typ, title)
 	}
@@ -434,7 +435,7 @@ func TestMiddlewareProblemType(t *testing.T) {
 // A misconfigured Middleware answers 500 to guarded requests, never panics.
 func TestMiddlewareInvalid(t *testing.T) {
 	t.Parallel()
-	store := newStore(t, sharedClient(t))
+	store := newStore(t, testenv.Client(t))
 	handlers := map[string]http.Handler{
 		"nil handler":        store.Middleware(nil),
 		"nil option":         store.Middleware(&payments{}, nil),

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -81,7 +82,7 @@ func TestMiddlewareStoreUnansweredResent(t *testing.T) {
 	})
 	store := newStore(t, rdb, idempotency.WithLockTTL(lockTTL), idempotency.WithLogger(slog.New(logs)))
 	web := serve(t, store.Middleware(h))
-	ctx := timeout(t, 30*time.Second)
+	ctx := testenv.Timeout(t, 30*time.Second)
 
 	first := make(chan reply, 1)
 	go func() { first <- post(ctx, t, web.URL, `"k"`, "") }()
@@ -125,7 +126,7 @@ func TestDoStoreUnansweredResent(t *testing.T) {
 func testDoStoreUnanswered(t *testing.T, opts func(*redis.Options)) {
 	srv := redistest.NewServer(t)
 	store := newStore(t, srv.Client(opts), idempotency.WithLockTTL(3*time.Second))
-	ctx := timeout(t, 30*time.Second)
+	ctx := testenv.Timeout(t, 30*time.Second)
 	var resumed <-chan struct{}
 	result, _, err := store.Do(ctx, "k", nil, func(context.Context) ([]byte, error) {
 		resumed = pauseFor(t, srv, resendPause) // Redis hangs as the result is stored

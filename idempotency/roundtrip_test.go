@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -21,7 +22,7 @@ func TestRoundTrips(t *testing.T) {
 	srv := redistest.NewServer(t)
 	rdb := srv.Client()
 	store := newStore(t, rdb)
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	fn := func(context.Context) ([]byte, error) { return []byte("r"), nil }
 	// Warm up: connect, load the scripts.
 	if _, _, err := store.Do(ctx, "warm-up", nil, fn); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // rawPost sends a POST with the key over a connection of its own, and
@@ -72,7 +73,7 @@ func TestMiddlewareReplaysTrailers(t *testing.T) {
 		w.Header()["X-Count"] = []string{"2", "1"}
 		w.Header()[http.TrailerPrefix+"x-lower-case"] = []string{"kept as it was", ""}
 	})
-	web := serve(t, newStore(t, sharedClient(t)).Middleware(h))
+	web := serve(t, newStore(t, testenv.Client(t)).Middleware(h))
 
 	first := rawPost(t, web.Listener.Addr().String(), `"raw"`)
 	replay := rawPost(t, web.Listener.Addr().String(), `"raw"`)
@@ -92,7 +93,7 @@ func TestMiddlewareReplaysTrailers(t *testing.T) {
 		t.Errorf("replayed header lines:\n%q\nwant the first response's:\n%q", replayHeader, firstHeader)
 	}
 
-	ctx := timeout(t, 10*time.Second)
+	ctx := testenv.Timeout(t, 10*time.Second)
 	trailerOf := func() (http.Header, string) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, web.URL+"/pay", nil)
 		req.Header.Set(idempotency.KeyHeader, `"go-client"`)

@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/jobs"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -159,7 +161,7 @@ func pausedWrite(t *testing.T, srv *redistest.Server, name string, slot time.Tim
 func TestDoneRecordSentAgain(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
-	name, slot := testName(t), time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
+	name, slot := testenv.NewKey(t), time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
 	ran := 0
 	outcome, err := pausedWrite(t, srv, name, slot, "/done", true, func(context.Context) error { ran++; return nil })
 	if outcome != jobs.Ran || err != nil {
@@ -172,7 +174,7 @@ func TestDoneRecordSentAgain(t *testing.T) {
 // run it, and that History tells one attempt of the status want.
 func checkDoneOnce(t *testing.T, srv *redistest.Server, name string, slot time.Time, ran *int, want jobs.Status) {
 	t.Helper()
-	other := jobs.New(newLocker(t, srv.Client()), jobs.WithHost("b"), jobs.WithAttempts(2))
+	other := jobs.New(lockenv.Locker(t, srv.Client()), jobs.WithHost("b"), jobs.WithAttempts(2))
 	outcome, err := other.Run(t.Context(), name, slot, func(context.Context) error { *ran++; return nil })
 	if want == jobs.Succeeded && (outcome != jobs.AlreadyDone || err != nil) {
 		t.Errorf("another host's Run = %v, %v; want already done", outcome, err)
@@ -195,7 +197,7 @@ func TestRunRecordsSentAgain(t *testing.T) {
 		t.Run(strings.TrimPrefix(suffix, "/"), func(t *testing.T) {
 			t.Parallel()
 			srv := redistest.NewServer(t)
-			name, slot := testName(t), time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
+			name, slot := testenv.NewKey(t), time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
 			ran := 0
 			outcome, err := pausedWrite(t, srv, name, slot, suffix, false, func(context.Context) error { ran++; return nil })
 			if outcome != jobs.Ran || err != nil {
@@ -213,7 +215,7 @@ func TestFailedRecordSentAgain(t *testing.T) {
 	t.Parallel()
 	slowFaults(t)
 	srv := redistest.NewServer(t)
-	name, slot := testName(t), time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
+	name, slot := testenv.NewKey(t), time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
 	failure := errorString("disk full")
 	outcome, err := pausedWrite(t, srv, name, slot, "/failed/1", true, func(context.Context) error { return failure })
 	if outcome != jobs.RanAndFailed || !errors.Is(err, failure) || strings.Contains(err.Error(), "record") {

@@ -1,18 +1,9 @@
 package jobs_test
 
 import (
-	"fmt"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
-
-	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/testwait"
-	"github.com/dlock-go/dlock/redistest"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // redisAddr is the address of a redis-server shared by the tests that need
@@ -20,50 +11,5 @@ import (
 var redisAddr string
 
 func TestMain(m *testing.M) {
-	// go-redis's pool redials a dead server in a goroutine of its own, which
-	// outlives tests that kill a server by up to a second.
-	goleak.VerifyTestMain(redistest.Shared(m, &redisAddr),
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
-}
-
-// shared returns a client of the shared server, closed when the test ends.
-func shared(t testing.TB) *redis.Client {
-	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
-// newLocker returns a dlock Client on rdb (the shared server's if nil),
-// closed when the test ends: one per simulated process.
-func newLocker(t testing.TB, rdb redis.UniversalClient) *dlock.Client {
-	t.Helper()
-	if rdb == nil {
-		rdb = shared(t)
-	}
-	locker := dlock.New(rdb)
-	t.Cleanup(func() { locker.Close() })
-	return locker
-}
-
-// runs tells apart the runs of a test in one process (go test -count).
-var runs atomic.Int64
-
-// testName returns an job name unique to the test and its run.
-func testName(t testing.TB) string {
-	return fmt.Sprintf("test:%s:%d", strings.ReplaceAll(t.Name(), "/", ":"), runs.Add(1))
-}
-
-// eventually calls check until it returns true, or fails the test after
-// limit (which only ends a test that would otherwise hang).
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testwait.Until(t, d, what, cond)
-}
-
-// fastFail makes a go-redis client give up quickly on a dead server.
-func fastFail(o *redis.Options) {
-	o.DialTimeout = 200 * time.Millisecond
-	o.MaxRetries = -1
-	o.DialerRetries = 1
+	testenv.Main(m, testenv.SharedServer(&redisAddr), testenv.IgnoreRedial())
 }

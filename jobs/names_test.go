@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/jobs"
 )
 
@@ -15,7 +16,7 @@ import (
 // much as fits, then of "x".
 func jobName(t *testing.T, unit string, unitSize, size int) string {
 	t.Helper()
-	suffix := ":" + testName(t)
+	suffix := ":" + testenv.NewKey(t)
 	n := (size - len(suffix)) / unitSize
 	return strings.Repeat(unit, n) + strings.Repeat("x", size-len(suffix)-n*unitSize) + suffix
 }
@@ -92,7 +93,7 @@ func TestNameLimits(t *testing.T) {
 // A name that is not UTF-8 is refused: its records could not name it.
 func TestNameNotUTF8(t *testing.T) {
 	t.Parallel()
-	name := fmt.Sprintf("%s\xff", testName(t))
+	name := fmt.Sprintf("%s\xff", testenv.NewKey(t))
 	outcome, err := host(t, "a").Run(t.Context(), name, at(t, "2026-11-21T21:00:00Z"), func(context.Context) error { return nil })
 	if outcome != 0 || !errors.Is(err, jobs.ErrInvalid) {
 		t.Errorf("Run of a name that is not UTF-8 = %v, %v; want ErrInvalid", outcome, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/jobs"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -23,7 +24,7 @@ func TestRedlockWithANodeDown(t *testing.T) {
 	for _, h := range []string{"a", "b", "c"} {
 		var nodes []redis.UniversalClient
 		for _, s := range srvs {
-			nodes = append(nodes, s.Client(fastFail))
+			nodes = append(nodes, s.Client(testenv.FastFail))
 		}
 		locker, err := dlock.NewRedlock(nodes, dlock.WithNodeTimeout(500*time.Millisecond))
 		if err != nil {
@@ -33,7 +34,7 @@ func TestRedlockWithANodeDown(t *testing.T) {
 		runners = append(runners, jobs.New(locker, jobs.WithHost(h)))
 	}
 	srvs[1].Kill()
-	name, slot := testName(t), time.Now()
+	name, slot := testenv.NewKey(t), time.Now()
 	var ran atomic.Int32
 	var wg sync.WaitGroup
 	for _, r := range runners {

@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/jobs"
 )
 
 // host returns the Runner of a simulated host, on a Client of its own.
 func host(t testing.TB, name string, opts ...jobs.Option) *jobs.Runner {
 	t.Helper()
-	return jobs.New(newLocker(t, nil), append([]jobs.Option{jobs.WithHost(name)}, opts...)...)
+	return jobs.New(lockenv.Locker(t, nil), append([]jobs.Option{jobs.WithHost(name)}, opts...)...)
 }
 
 // Three hosts fire the job by their own clocks at the start of each of
@@ -25,7 +27,7 @@ func host(t testing.TB, name string, opts ...jobs.Option) *jobs.Runner {
 // Each slot runs once.
 func TestRunOncePerSlot(t *testing.T) {
 	t.Parallel()
-	name := testName(t)
+	name := testenv.NewKey(t)
 	every := time.Hour
 	hosts := []*jobs.Runner{host(t, "a"), host(t, "b"), host(t, "c")}
 	fired := []time.Duration{-500 * time.Millisecond, 0, 3 * time.Second} // after the period starts
@@ -66,7 +68,7 @@ func TestRunOncePerSlot(t *testing.T) {
 // While a host runs the slot, the others are told it runs elsewhere.
 func TestRunningElsewhere(t *testing.T) {
 	t.Parallel()
-	name, slot := testName(t), time.Now()
+	name, slot := testenv.NewKey(t), time.Now()
 	a, b := host(t, "a"), host(t, "b")
 	started, finish := make(chan struct{}), make(chan struct{})
 	done := make(chan jobs.Outcome, 1)
@@ -113,7 +115,7 @@ func TestAttempts(t *testing.T) {
 		{2, []func(context.Context) error{fail, succeed, succeed}, []jobs.Outcome{jobs.RanAndFailed, jobs.Ran, jobs.AlreadyDone}},
 		{3, []func(context.Context) error{fail, fail, fail, succeed}, []jobs.Outcome{jobs.RanAndFailed, jobs.RanAndFailed, jobs.RanAndFailed, jobs.NoAttemptsLeft}},
 	} {
-		name, slot := testName(t), time.Now()
+		name, slot := testenv.NewKey(t), time.Now()
 		for i, fn := range c.runs {
 			runner := host(t, string(rune('a'+i)), jobs.WithAttempts(c.attempts))
 			outcome, err := runner.Run(t.Context(), name, slot, fn)
@@ -130,7 +132,7 @@ func TestAttempts(t *testing.T) {
 // A panic is recorded as a failure, then goes on up.
 func TestPanicIsRecorded(t *testing.T) {
 	t.Parallel()
-	name, slot := testName(t), time.Now()
+	name, slot := testenv.NewKey(t), time.Now()
 	runner := host(t, "a")
 	func() {
 		defer func() {
@@ -152,8 +154,8 @@ func TestPanicIsRecorded(t *testing.T) {
 // A job whose lease is lost is told through its context, and fails.
 func TestLostLease(t *testing.T) {
 	t.Parallel()
-	name, slot := testName(t), time.Now()
-	locker := newLocker(t, nil)
+	name, slot := testenv.NewKey(t), time.Now()
+	locker := lockenv.Locker(t, nil)
 	runner := jobs.New(locker, jobs.WithTTL(300*time.Millisecond))
 	outcome, err := runner.Run(t.Context(), name, slot, func(ctx context.Context) error {
 		if _, err := locker.ForceRelease(ctx, "dlock:job:"+name+"@"+slot.UTC().Format(time.RFC3339Nano)+"/run"); err != nil {
@@ -174,8 +176,8 @@ func TestLostLease(t *testing.T) {
 // next host runs the slot once the lease ran out, if attempts are left.
 func TestHostDiesWhileRunning(t *testing.T) {
 	t.Parallel()
-	name, slot := testName(t), time.Now()
-	dying := newLocker(t, nil)
+	name, slot := testenv.NewKey(t), time.Now()
+	dying := lockenv.Locker(t, nil)
 	a, err := jobs.New(dying, jobs.WithHost("dying"), jobs.WithTTL(300*time.Millisecond)).Begin(t.Context(), name, slot)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +192,7 @@ func TestHostDiesWhileRunning(t *testing.T) {
 	dying.Close() // the process dies: no Finish
 	<-a.Context().Done()
 	var outcome jobs.Outcome
-	eventually(t, 10*time.Second, "the next host runs the slot", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the next host runs the slot", func() bool {
 		outcome, err = next.Run(t.Context(), name, slot, func(context.Context) error { return nil })
 		return outcome != jobs.RunningElsewhere
 	})
@@ -212,7 +214,7 @@ func TestHostDiesWhileRunning(t *testing.T) {
 // History lists the latest slot first, and only the job's records.
 func TestHistory(t *testing.T) {
 	t.Parallel()
-	name := testName(t)
+	name := testenv.NewKey(t)
 	runner := host(t, "a")
 	other := host(t, "b")
 	start := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
@@ -247,12 +249,12 @@ func TestHistory(t *testing.T) {
 // Once the records expire (WithRetention), the slot runs again.
 func TestRetention(t *testing.T) {
 	t.Parallel()
-	name, slot := testName(t), time.Now()
+	name, slot := testenv.NewKey(t), time.Now()
 	runner := host(t, "a", jobs.WithRetention(200*time.Millisecond))
 	if outcome, err := runner.Run(t.Context(), name, slot, func(context.Context) error { return nil }); outcome != jobs.Ran || err != nil {
 		t.Fatalf("first Run = %v, %v", outcome, err)
 	}
-	eventually(t, 10*time.Second, "the slot runs again once its records expired", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the slot runs again once its records expired", func() bool {
 		outcome, err := runner.Run(t.Context(), name, slot, func(context.Context) error { return nil })
 		return outcome == jobs.Ran && err == nil
 	})
@@ -262,7 +264,7 @@ func TestRetention(t *testing.T) {
 // WithRetention says otherwise.
 func TestPeriodSetsTheRetention(t *testing.T) {
 	t.Parallel()
-	locker := newLocker(t, nil)
+	locker := lockenv.Locker(t, nil)
 	for _, c := range []struct {
 		opts []jobs.Option
 		want time.Duration
@@ -271,7 +273,7 @@ func TestPeriodSetsTheRetention(t *testing.T) {
 		{[]jobs.Option{jobs.WithPeriod(time.Hour), jobs.WithRetention(5 * time.Hour)}, 5 * time.Hour},
 		{nil, jobs.DefaultRetention},
 	} {
-		name := testName(t)
+		name := testenv.NewKey(t)
 		runner := jobs.New(locker, c.opts...)
 		if _, err := runner.Run(t.Context(), name, time.Now(), func(context.Context) error { return nil }); err != nil {
 			t.Fatal(err)
@@ -291,7 +293,7 @@ func TestPeriodSetsTheRetention(t *testing.T) {
 
 func TestInvalid(t *testing.T) {
 	t.Parallel()
-	locker := newLocker(t, nil)
+	locker := lockenv.Locker(t, nil)
 	ctx, slot := t.Context(), time.Now()
 	ok := func(context.Context) error { return nil }
 	for what, c := range map[string]struct {
@@ -319,7 +321,7 @@ func TestInvalid(t *testing.T) {
 	if _, err := jobs.New(nil).History(ctx, "job"); !errors.Is(err, jobs.ErrInvalid) {
 		t.Errorf("History of an invalid Runner = %v, want ErrInvalid", err)
 	}
-	a, err := jobs.New(locker).Begin(ctx, testName(t), slot)
+	a, err := jobs.New(locker).Begin(ctx, testenv.NewKey(t), slot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,12 +337,12 @@ func TestInvalid(t *testing.T) {
 // record: written at its start, the attempt record goes first.
 func TestHistoryAfterTheAttemptRecordExpired(t *testing.T) {
 	t.Parallel()
-	name, slot := testName(t), time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
+	name, slot := testenv.NewKey(t), time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
 	runner := host(t, "a")
 	if outcome, err := runner.Run(t.Context(), name, slot, func(context.Context) error { return nil }); outcome != jobs.Ran || err != nil {
 		t.Fatalf("Run = %v, %v", outcome, err)
 	}
-	if n, err := shared(t).Del(t.Context(), "dlock:job:"+name+"@2026-11-21T21:00:00Z/attempt/1").Result(); n != 1 || err != nil {
+	if n, err := testenv.Client(t).Del(t.Context(), "dlock:job:"+name+"@2026-11-21T21:00:00Z/attempt/1").Result(); n != 1 || err != nil {
 		t.Fatalf("DEL of the attempt record: %d, %v", n, err)
 	}
 	records, err := runner.History(t.Context(), name)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/jobs"
 )
 
@@ -76,7 +77,7 @@ func TestRunRefusesSlotOfNoPeriod(t *testing.T) {
 	runner := host(t, "a")
 	for _, every := range []time.Duration{0, -time.Hour} {
 		ran := false
-		outcome, err := runner.Run(t.Context(), testName(t), jobs.Slot(time.Now(), every), func(context.Context) error {
+		outcome, err := runner.Run(t.Context(), testenv.NewKey(t), jobs.Slot(time.Now(), every), func(context.Context) error {
 			ran = true
 			return nil
 		})

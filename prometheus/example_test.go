@@ -19,7 +19,7 @@ import (
 )
 
 // instrument returns a dlock Client whose metrics mux serves on /metrics.
-// (The README shows this function.)
+// (docs/operating.md shows this function.)
 func instrument(rdb redis.UniversalClient, mux *http.ServeMux) (*dlock.Client, error) {
 	metrics, err := dlockprom.New(dlockprom.WithKeyLabel(func(key string) string {
 		prefix, _, _ := strings.Cut(key, ":") // "invoice:42" counts as "invoice"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 	"github.com/dlock-go/dlock/stock"
 )
@@ -46,7 +47,7 @@ func newLanes() *lanes {
 // that none goes again with EVAL), its lanes hook, and an Inventory on it.
 func withLanes(t *testing.T, opts ...stock.Option) (*redis.Client, *lanes, *stock.Inventory) {
 	t.Helper()
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	l := newLanes()
 	rdb.AddHook(l)
 	if err := stock.LoadScripts(context.Background(), rdb); err != nil {
@@ -158,7 +159,7 @@ func queue(t *testing.T, inv *stock.Inventory, n int, call func() error) <-chan 
 	t.Helper()
 	errc := make(chan error, 1)
 	go func() { errc <- call() }()
-	eventually(t, 10*time.Second, fmt.Sprintf("call %d queued", n), func() bool { return stock.QueuedCalls(inv) == n })
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("call %d queued", n), func() bool { return stock.QueuedCalls(inv) == n })
 	return errc
 }
 
@@ -199,7 +200,7 @@ func TestBatchKeepsOrder(t *testing.T) {
 // nothing. Close waits for it.
 func TestBatchQueuedCallContextEnds(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	l := newLanes()
 	rdb.AddHook(l)
 	inv := newInventory(t, rdb)
@@ -399,7 +400,7 @@ func TestBatchSettlesOfOneSKU(t *testing.T) {
 // reading them when no hold is due); and nothing changes.
 func TestBatchReservesOfOneSKUBadKeys(t *testing.T) {
 	t.Parallel()
-	prefix := testPrefix(t)
+	prefix := testenv.NewKey(t)
 	rdb, l, inv := withLanes(t, stock.WithPrefix(prefix))
 	ctx := context.Background()
 	holds := badHolds(t, rdb, inv, prefix)

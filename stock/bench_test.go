@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
 
 // BenchmarkReserve times one Reserve of a unit on the shared server, by
 // GOMAXPROCS goroutines, each order new.
 func BenchmarkReserve(b *testing.B) {
-	rdb := shared(b)
+	rdb := testenv.Client(b)
 	inv := newInventory(b, rdb)
 	ctx := context.Background()
 	sku := testSKU(b, "item")
@@ -36,7 +37,7 @@ func BenchmarkReserve(b *testing.B) {
 // BenchmarkReserveCommit times a Reserve and a Commit of one order, one
 // caller at a time: each call goes alone, as one script.
 func BenchmarkReserveCommit(b *testing.B) {
-	rdb := shared(b)
+	rdb := testenv.Client(b)
 	inv := newInventory(b, rdb)
 	ctx := context.Background()
 	sku := testSKU(b, "item")
@@ -57,7 +58,7 @@ func BenchmarkReserveCommit(b *testing.B) {
 
 // BenchmarkAdd times one Add, one caller at a time.
 func BenchmarkAdd(b *testing.B) {
-	rdb := shared(b)
+	rdb := testenv.Client(b)
 	inv := newInventory(b, rdb)
 	ctx := context.Background()
 	sku := testSKU(b, "item")

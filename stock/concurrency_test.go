@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/stock"
 )
 
@@ -29,7 +30,7 @@ func TestNoOversell(t *testing.T) {
 	sku := testSKU(t, "flash")
 	invs := make([]*stock.Inventory, clients)
 	for i := range invs {
-		invs[i] = newInventory(t, shared(t))
+		invs[i] = newInventory(t, testenv.Client(t))
 	}
 	mustSet(t, invs[0], sku, items)
 
@@ -137,7 +138,7 @@ func TestRetryAfterLostReply(t *testing.T) {
 // makes them one after the other.)
 func TestConcurrentRetriesHoldOnce(t *testing.T) {
 	t.Parallel()
-	invs := []*stock.Inventory{newInventory(t, shared(t)), newInventory(t, shared(t))}
+	invs := []*stock.Inventory{newInventory(t, testenv.Client(t)), newInventory(t, testenv.Client(t))}
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, invs[0], sku, 5)

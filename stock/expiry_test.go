@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redistest"
 	"github.com/dlock-go/dlock/stock"
 )
 
@@ -17,7 +19,7 @@ import (
 // nothing but the calls on the sku: no sweeper.
 func TestHoldExpires(t *testing.T) {
 	t.Parallel()
-	inv := newInventory(t, shared(t))
+	inv := newInventory(t, testenv.Client(t))
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 10)
@@ -25,7 +27,7 @@ func TestHoldExpires(t *testing.T) {
 		mustReserve(t, inv, sku, order, 2, 20*time.Millisecond)
 	}
 	mustReserve(t, inv, sku, "kept", 1, time.Minute)
-	eventually(t, 10*time.Second, "the expired holds are back", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the expired holds are back", func() bool {
 		return levels(t, inv, sku) == stock.Levels{Available: 9, Held: 1}
 	})
 	err := inv.Commit(ctx, sku, "committed-late")
@@ -48,7 +50,7 @@ func TestHoldExpires(t *testing.T) {
 // whether a sweep happened.
 func TestCommitAtExpiry(t *testing.T) {
 	t.Parallel()
-	inv := newInventory(t, shared(t))
+	inv := newInventory(t, testenv.Client(t))
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 1)
@@ -64,7 +66,7 @@ func TestCommitAtExpiry(t *testing.T) {
 // all over several round trips, and its answer counts them all.
 func TestManyExpiredHolds(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	inv := newInventory(t, rdb)
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
@@ -91,8 +93,8 @@ func TestManyExpiredHolds(t *testing.T) {
 // leave Redis.
 func TestRetention(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
-	prefix := testPrefix(t)
+	rdb := testenv.Client(t)
+	prefix := testenv.NewKey(t)
 	inv := newInventory(t, rdb, stock.WithPrefix(prefix), stock.WithRetention(20*time.Millisecond))
 	ctx := context.Background()
 	mustSet(t, inv, "shirt", 5)
@@ -106,7 +108,7 @@ func TestRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	orders := prefix + "{shirt}:order"
-	eventually(t, 10*time.Second, "o1 and o2 forgotten", func() bool {
+	testenv.Eventually(t, 10*time.Second, "o1 and o2 forgotten", func() bool {
 		_ = levels(t, inv, "shirt") // any call forgets what is past its retention
 		n, err := rdb.HLen(ctx, orders).Result()
 		return err == nil && n == 1
@@ -122,7 +124,7 @@ func TestRetention(t *testing.T) {
 // calls say so rather than invent a quantity.
 func TestRedisRestartedEmpty(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t)
+	srv := redistest.NewServer(t)
 	inv := newInventory(t, srv.Client())
 	ctx := context.Background()
 	mustSet(t, inv, "shirt", 5)
@@ -141,13 +143,13 @@ func TestRedisRestartedEmpty(t *testing.T) {
 // earliest deadline) learns of the earlier deadline.
 func TestShortHoldAfterLongOne(t *testing.T) {
 	t.Parallel()
-	inv := newInventory(t, shared(t))
+	inv := newInventory(t, testenv.Client(t))
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 10)
 	mustReserve(t, inv, sku, "long", 1, time.Hour)
 	mustReserve(t, inv, sku, "short", 2, 20*time.Millisecond)
-	eventually(t, 10*time.Second, "the short hold back", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the short hold back", func() bool {
 		return levels(t, inv, sku) == stock.Levels{Available: 9, Held: 1}
 	})
 	if err := inv.Commit(ctx, sku, "short"); !errors.Is(err, stock.ErrNoReservation) {
@@ -159,8 +161,8 @@ func TestShortHoldAfterLongOne(t *testing.T) {
 // (or whose deadline was lost) has its due holds looked for, and returned.
 func TestLevelWithoutDue(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
-	prefix := testPrefix(t)
+	rdb := testenv.Client(t)
+	prefix := testenv.NewKey(t)
 	inv := newInventory(t, rdb, stock.WithPrefix(prefix))
 	ctx := context.Background()
 	mustSet(t, inv, "shirt", 10)
@@ -170,7 +172,7 @@ func TestLevelWithoutDue(t *testing.T) {
 	if err := rdb.HDel(ctx, level, "due").Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the short hold back", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the short hold back", func() bool {
 		return levels(t, inv, "shirt") == stock.Levels{Available: 9, Held: 1}
 	})
 	// Now the level knows the earliest deadline again: the long hold's.

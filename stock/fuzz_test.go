@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/redistest"
 	"github.com/dlock-go/dlock/stock"
 )
 
@@ -14,7 +15,7 @@ import (
 // order, quantities and hold: each call either does what it says or
 // returns the error its input deserves, and the levels always add up.
 func FuzzReserve(f *testing.F) {
-	srv := newServer(f)
+	srv := redistest.NewServer(f)
 	rdb := srv.Client()
 	inv := newInventory(f, rdb)
 	ctx := context.Background()

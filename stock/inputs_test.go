@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redistest"
 	"github.com/dlock-go/dlock/stock"
 )
 
@@ -35,7 +37,7 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // Bad input is an error that names what is wrong, and it never reaches Redis.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	var sent counter
 	rdb.AddHook(&sent)
 	inv := newInventory(t, rdb)
@@ -94,7 +96,7 @@ func TestBadNew(t *testing.T) {
 		{"retention past max", []stock.Option{stock.WithRetention(stock.MaxDuration + 1)}, stock.ErrInvalidOption},
 	}
 	for _, tt := range tests {
-		if inv, err := stock.New(shared(t), tt.opts...); !errors.Is(err, tt.want) || inv != nil {
+		if inv, err := stock.New(testenv.Client(t), tt.opts...); !errors.Is(err, tt.want) || inv != nil {
 			t.Errorf("%s: New = %v, %v; want nil, %v", tt.name, inv, err, tt.want)
 		}
 	}
@@ -107,8 +109,8 @@ func TestBadNew(t *testing.T) {
 // names it, and nothing changes.
 func TestWrongType(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
-	prefix := testPrefix(t)
+	rdb := testenv.Client(t)
+	prefix := testenv.NewKey(t)
 	inv := newInventory(t, rdb, stock.WithPrefix(prefix))
 	ctx := context.Background()
 	mustSet(t, inv, "shirt", 5)
@@ -141,8 +143,8 @@ func TestWrongType(t *testing.T) {
 // still says so and changes nothing.
 func TestWrongTypeHolds(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
-	prefix := testPrefix(t)
+	rdb := testenv.Client(t)
+	prefix := testenv.NewKey(t)
 	inv := newInventory(t, rdb, stock.WithPrefix(prefix))
 	ctx := context.Background()
 	holds := badHolds(t, rdb, inv, prefix)
@@ -162,7 +164,7 @@ func TestWrongTypeHolds(t *testing.T) {
 // Close waits for the call to finish.
 func TestContextEndsFirst(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t)
+	srv := redistest.NewServer(t)
 	rdb := srv.Client(func(o *redis.Options) { o.ReadTimeout = -1 }) // go-redis would wait for ever
 	inv, err := stock.New(rdb)
 	if err != nil {
@@ -215,7 +217,7 @@ func TestRedisDown(t *testing.T) {
 // them again.
 func TestScriptsFlushed(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t)
+	srv := redistest.NewServer(t)
 	rdb := srv.Client()
 	inv := newInventory(t, rdb)
 	ctx := context.Background()

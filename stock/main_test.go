@@ -2,17 +2,12 @@ package stock_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
-	"github.com/dlock-go/dlock/internal/testwait"
-	"github.com/dlock-go/dlock/redistest"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/stock"
 )
 
@@ -21,15 +16,7 @@ import (
 var redisAddr string
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(redistest.Shared(m, &redisAddr))
-}
-
-// shared returns a client of the shared server, closed when the test ends.
-func shared(t testing.TB) *redis.Client {
-	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
+	testenv.Main(m, testenv.SharedServer(&redisAddr))
 }
 
 // newInventory returns an Inventory on rdb, closed when the test ends.
@@ -43,17 +30,9 @@ func newInventory(t testing.TB, rdb redis.UniversalClient, opts ...stock.Option)
 	return inv
 }
 
-// runs tells apart the runs of a test in one process (go test -count).
-var runs atomic.Int64
-
-// testSKU returns a sku unique to the test and its run.
+// testSKU returns a sku unique to the test and its run, new at each call.
 func testSKU(t testing.TB, name string) string {
-	return testPrefix(t) + ":" + name
-}
-
-// testPrefix returns a key prefix unique to the test and its run.
-func testPrefix(t testing.TB) string {
-	return fmt.Sprintf("%s:%d", strings.ReplaceAll(t.Name(), "/", ":"), runs.Add(1))
+	return testenv.NewKey(t) + ":" + name
 }
 
 // mustSet sets sku to qty or fails the test.
@@ -80,21 +59,6 @@ func wantLevels(t testing.TB, inv *stock.Inventory, sku string, want stock.Level
 	if got := levels(t, inv, sku); got != want {
 		t.Errorf("Levels(%q) = %+v, want %+v", sku, got, want)
 	}
-}
-
-// eventually calls check until it returns true, or fails the test after
-// limit. The limit is no timing assertion: it only ends a test that would
-// otherwise hang.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testwait.Until(t, d, what, cond)
-}
-
-// newServer starts a redis-server of the test's own, for tests that stop,
-// pause or restart it.
-func newServer(t testing.TB) *redistest.Server {
-	t.Helper()
-	return redistest.NewServer(t)
 }
 
 // mustReserve reserves qty of sku for order, for hold, or fails the test.

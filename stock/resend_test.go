@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 	"github.com/dlock-go/dlock/stock"
 )
@@ -63,7 +64,7 @@ type faultEnv struct {
 }
 
 func newFaultEnv(t *testing.T) *faultEnv {
-	srv := newServer(t)
+	srv := redistest.NewServer(t)
 	direct := newInventory(t, srv.Client(func(o *redis.Options) { o.MaxRetries = -1 }))
 	return &faultEnv{t: t, srv: srv, direct: direct}
 }
@@ -127,7 +128,7 @@ func start(t *testing.T, what string, s *spy, copies int64, call func() error) <
 	before := s.scripts.Load()
 	errc := make(chan error, 1)
 	go func() { errc <- call() }()
-	eventually(t, 10*time.Second, what+" sent", func() bool { return s.scripts.Load() >= before+copies })
+	testenv.Eventually(t, 10*time.Second, what+" sent", func() bool { return s.scripts.Load() >= before+copies })
 	return errc
 }
 
@@ -222,7 +223,7 @@ func TestResentCallsTakeEffectOnce(t *testing.T) {
 	}
 	mergedSent := mergedSpy.scripts.Load()
 	letGo() // the queued calls go out as one pipeline of two merged scripts
-	eventually(t, 10*time.Second, "the merged batch sent", func() bool { return mergedSpy.scripts.Load() >= mergedSent+2 })
+	testenv.Eventually(t, 10*time.Second, "the merged batch sent", func() bool { return mergedSpy.scripts.Load() >= mergedSent+2 })
 
 	time.Sleep(time.Until(paused.Add(pauseFor)))
 	e.srv.Resume()
@@ -343,7 +344,7 @@ func TestResentCallOutcomeUnknown(t *testing.T) {
 	if !strings.Contains(err.Error(), `"shirt"`) {
 		t.Errorf("error %q does not name the sku", err)
 	}
-	eventually(t, 10*time.Second, "the copies run", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the copies run", func() bool {
 		return len(e.srv.Client().Keys(ctx, "stock{shirt}:call:*").Val()) > 0
 	})
 	wantLevels(t, e.direct, "shirt", stock.Levels{Available: 6})
@@ -353,7 +354,7 @@ func TestResentCallOutcomeUnknown(t *testing.T) {
 // its sku's slot, and no more: about a minute with go-redis's defaults.
 func TestCallRecordExpires(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	inv := newInventory(t, rdb)
 	ctx := context.Background()
 	sku := "{" + testSKU(t, "shirt") + "}x" // a tagged sku: its record is in the tag's slot
@@ -403,8 +404,8 @@ func (twice) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPi
 func TestEveryCopyTwice(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	inv := newInventory(t, shared(t))
-	rdb := shared(t)
+	inv := newInventory(t, testenv.Client(t))
+	rdb := testenv.Client(t)
 	if err := stock.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +413,7 @@ func TestEveryCopyTwice(t *testing.T) {
 	rdb.AddHook(l) // outermost: a held lane sends nothing
 	rdb.AddHook(twice{})
 	dup := newInventory(t, rdb)
-	tag := "{" + testPrefix(t) + "}"
+	tag := "{" + testenv.NewKey(t) + "}"
 	sku := func(name string) string { return tag + name }
 	for _, name := range []string{"add", "take", "reserve", "commit", "cancel", "a", "b", "merged"} {
 		mustSet(t, inv, sku(name), 5)
@@ -516,17 +517,17 @@ func (b *between) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 func TestCopyAfterAnotherCall(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	if err := stock.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	hook := &between{}
 	rdb.AddHook(hook)
-	prefix := testPrefix(t)
+	prefix := testenv.NewKey(t)
 	// The caller's Inventory, whose calls go twice; short retention, so
 	// that outcomes are forgotten between the copies.
 	inv := newInventory(t, rdb, stock.WithPrefix(prefix), stock.WithRetention(time.Millisecond))
-	other := newInventory(t, shared(t), stock.WithPrefix(prefix), stock.WithRetention(time.Millisecond))
+	other := newInventory(t, testenv.Client(t), stock.WithPrefix(prefix), stock.WithRetention(time.Millisecond))
 	mustSet(t, other, "set", 0)
 	mustSet(t, other, "cancel", 5)
 	mustReserve(t, other, "cancel", "o", 2, time.Hour)

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/stock"
 )
 
 func TestReserveCommitCancel(t *testing.T) {
 	t.Parallel()
-	inv := newInventory(t, shared(t))
+	inv := newInventory(t, testenv.Client(t))
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 10)
@@ -41,7 +42,7 @@ func TestReserveCommitCancel(t *testing.T) {
 // changes nothing: what a client that lost a reply and retried sees.
 func TestCallsAreIdempotent(t *testing.T) {
 	t.Parallel()
-	inv := newInventory(t, shared(t))
+	inv := newInventory(t, testenv.Client(t))
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 10)
@@ -67,7 +68,7 @@ func TestCallsAreIdempotent(t *testing.T) {
 
 func TestOrderStates(t *testing.T) {
 	t.Parallel()
-	inv := newInventory(t, shared(t))
+	inv := newInventory(t, testenv.Client(t))
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 10)
@@ -124,7 +125,7 @@ func TestOrderStates(t *testing.T) {
 
 func TestUnknownSKU(t *testing.T) {
 	t.Parallel()
-	inv := newInventory(t, shared(t))
+	inv := newInventory(t, testenv.Client(t))
 	ctx := context.Background()
 	sku := testSKU(t, "never-set")
 	calls := map[string]func() error{
@@ -139,7 +140,7 @@ func TestUnknownSKU(t *testing.T) {
 			t.Errorf("%s on a sku never set: %v, want ErrUnknownSKU", name, err)
 		}
 	}
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	if n, err := rdb.Keys(ctx, "*"+sku+"*").Result(); err != nil || len(n) != 0 {
 		t.Errorf("keys of the unknown sku: %q, %v; want none", n, err)
 	}
@@ -147,7 +148,7 @@ func TestUnknownSKU(t *testing.T) {
 
 func TestCart(t *testing.T) {
 	t.Parallel()
-	inv := newInventory(t, shared(t))
+	inv := newInventory(t, testenv.Client(t))
 	ctx := context.Background()
 	shirt, socks, hat := testSKU(t, "shirt"), testSKU(t, "socks"), testSKU(t, "hat")
 	mustSet(t, inv, shirt, 5)
@@ -199,7 +200,7 @@ func TestCart(t *testing.T) {
 
 func TestDelete(t *testing.T) {
 	t.Parallel()
-	inv := newInventory(t, shared(t))
+	inv := newInventory(t, testenv.Client(t))
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 5)
@@ -226,7 +227,7 @@ func TestDelete(t *testing.T) {
 // already.
 func TestReserveWithNothingDue(t *testing.T) {
 	t.Parallel()
-	inv := newInventory(t, shared(t))
+	inv := newInventory(t, testenv.Client(t))
 	ctx := context.Background()
 	sku := testSKU(t, "shirt")
 	mustSet(t, inv, sku, 3)
@@ -262,9 +263,9 @@ func TestReserveWithNothingDue(t *testing.T) {
 // and the second's Set overwrote the first's stock.
 func TestPrefixesKeepApart(t *testing.T) {
 	t.Parallel()
-	rdb := shared(t)
+	rdb := testenv.Client(t)
 	ctx := context.Background()
-	p := testPrefix(t)
+	p := testenv.NewKey(t)
 	pairs := [][2]struct{ prefix, sku string }{
 		{{p, "{x}"}, {p + ":", "x"}},
 		{{p, "{x}y"}, {p + ":", "x}y"}},

@@ -8,13 +8,12 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"go.uber.org/goleak"
-
 	"github.com/dlock-go/dlock/internal/batch"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testenv.Main(m)
 }
 
 // recorder is a run function that records its batches, and holds up the

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"go.uber.org/goleak"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // Close stops new goroutines at once and closes Closing; Wait waits for
 // those already running, which see Closing.

@@ -11,12 +11,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/dlock-go/dlock/internal/owner"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // holding is a Holding whose validity is kept as a lock's: sent + ttl.
 type holding struct {

@@ -9,12 +9,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/dlock-go/dlock/internal/owner"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // node answers after its delay, with its name; it records what it ran.
 type node struct {

@@ -1,22 +1,21 @@
-// Package testwait is the one wait of dlock's tests: for a condition that
-// other goroutines or Redis bring about, polled, with a bound that fails
-// the test rather than a sleep that asserts a latency.
+// Package testwait is the wait of the tests of the modules beside dlock's
+// (otel, prometheus) that do not use testenv yet.
+//
+// Deprecated: use testenv.Eventually.
 package testwait
 
 import (
 	"testing"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // Until fails the test unless cond becomes true within d, polling it every
 // 5 milliseconds. what says what was awaited, for the failure.
+//
+// Deprecated: use testenv.Eventually.
 func Until(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, d, what, cond)
 }

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlock-go/dlock/internal/slot"
-	"github.com/dlock-go/dlock/internal/testwait"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -153,12 +153,6 @@ func numSub(t *testing.T, rdb *redis.Client, channel string) int64 {
 	return m[channel]
 }
 
-// eventually fails the test unless cond becomes true within d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testwait.Until(t, d, what, cond)
-}
-
 // knownChannels returns the channels s keeps a state for, besides its own.
 func knownChannels(s *Subscriber) []string {
 	s.mu.Lock()
@@ -287,10 +281,10 @@ func TestSubscriberSharesOneSubscription(t *testing.T) {
 	waitWake(t, watchers[0], 2*time.Second, "the last watcher")
 
 	watchers[0].Stop()
-	eventually(t, 2*time.Second, "NUMSUB 0 after the last stop", func() bool {
+	testenv.Eventually(t, 2*time.Second, "NUMSUB 0 after the last stop", func() bool {
 		return numSub(t, rdb, channel) == 0 && numSub(t, rdb, other) == 0
 	})
-	eventually(t, 2*time.Second, "the states dropped", func() bool { return len(knownChannels(s)) == 0 })
+	testenv.Eventually(t, 2*time.Second, "the states dropped", func() bool { return len(knownChannels(s)) == 0 })
 }
 
 // A channel unsubscribed by its last watcher and watched again at once must
@@ -338,8 +332,8 @@ func TestSubscriberRewatchRace(t *testing.T) {
 	}
 	waitWake(t, w, 2*time.Second, "after the race")
 	w.Stop()
-	eventually(t, 2*time.Second, "NUMSUB 0 after the race", func() bool { return numSub(t, rdb, channel) == 0 })
-	eventually(t, 2*time.Second, "the state dropped", func() bool { return len(knownChannels(s)) == 0 })
+	testenv.Eventually(t, 2*time.Second, "NUMSUB 0 after the race", func() bool { return numSub(t, rdb, channel) == 0 })
+	testenv.Eventually(t, 2*time.Second, "the state dropped", func() bool { return len(knownChannels(s)) == 0 })
 }
 
 func TestSubscriberClosed(t *testing.T) {
@@ -374,7 +368,7 @@ func TestSubscriberClosed(t *testing.T) {
 		}
 		w.Stop()
 		w.Stop()
-		eventually(t, 2*time.Second, "NUMSUB 0 after close", func() bool { return numSub(t, rdb, channel) == 0 })
+		testenv.Eventually(t, 2*time.Second, "NUMSUB 0 after close", func() bool { return numSub(t, rdb, channel) == 0 })
 	})
 
 	t.Run("while a watch waits", func(t *testing.T) {
@@ -456,7 +450,7 @@ func TestSubscriberRedisDown(t *testing.T) {
 	if n := numSub(t, rdb, channel); n != 0 {
 		t.Errorf("the channel of the watch that gave up has %d subscribers, want 0", n)
 	}
-	eventually(t, 3*time.Second, "only the live channel kept", func() bool {
+	testenv.Eventually(t, 3*time.Second, "only the live channel kept", func() bool {
 		known := knownChannels(s)
 		return len(known) == 1 && known[0] == later
 	})
@@ -502,7 +496,7 @@ func TestSubscriberConnectionKilled(t *testing.T) {
 		waitWake(t, f, 5*time.Second, fmt.Sprintf("round %d: reconnect, fair watcher", round))
 		// Woken by the new confirmation, so subscribed again (unless the
 		// health check happened to reconnect once more meanwhile).
-		eventually(t, 2*time.Second, "PUBLISH after the reconnect reaches the subscriber", func() bool {
+		testenv.Eventually(t, 2*time.Second, "PUBLISH after the reconnect reaches the subscriber", func() bool {
 			return publish(t, rdb, channel, "") == 1
 		})
 		waitWake(t, w, 2*time.Second, fmt.Sprintf("round %d: PUBLISH after the reconnect", round))
@@ -581,7 +575,7 @@ func TestSubscriberCluster(t *testing.T) {
 	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, slot.Count-1).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
-	eventually(t, 10*time.Second, "cluster_state:ok", func() bool {
+	testenv.Eventually(t, 10*time.Second, "cluster_state:ok", func() bool {
 		info, err := admin.ClusterInfo(ctx).Result()
 		return err == nil && strings.Contains(info, "cluster_state:ok")
 	})

@@ -1,5 +1,5 @@
-// Command sale runs the flash sale of issue 13 with the seeds' approaches
-// and with package stock, against one redis-server it starts on loopback
+// Command sale runs a flash sale with the usual approaches (no lock, a
+// lock, WATCH, DECR) and with package stock, against one redis-server it starts on loopback
 // (through redistest), and prints a markdown table for docs/benchmarks.md.
 //
 //	go run ./cmd/sale [-rounds 5] [-rows naive,stock-reserve] [-json]

@@ -1,4 +1,4 @@
-// Command stampede runs the cache stampede of issue 15: goroutines over
+// Command stampede runs a cache stampede on a cold key: goroutines over
 // simulated processes Get one cold key at once, with singleflight alone, a
 // lock whose waiters poll, and package cachefill, against one redis-server
 // it starts on loopback (through redistest), and prints a markdown table

@@ -9,7 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// counterSale keeps the stock as a string counter, as the seeds do.
+// counterSale keeps the stock as a string counter, as the usual approaches
+// to a sale do.
 type counterSale struct{ clients []*redis.Client }
 
 func (s counterSale) stock(ctx context.Context, key string, items int) error {
