@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlock-go/dlock"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // TestLockOnEmbedded checks that the embedded Redis runs every dlock script
@@ -109,7 +111,7 @@ func TestWaitOnEmbedded(t *testing.T) {
 			got <- err
 		}()
 		if fair {
-			waitUntil(t, "the fair waiter to queue", func() bool {
+			testenv.Eventually(t, 10*time.Second, "the fair waiter to queue", func() bool {
 				info, err := locker.Inspect(t.Context(), "k")
 				return err == nil && info.Waiters == 1
 			})

@@ -3,11 +3,11 @@ package top
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // TestMain fails the tests if a goroutine outlives them: Watch must wait
 // for the scan it started before it returns.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testenv.Main(m)
 }
