@@ -140,11 +140,11 @@ func TestPasswordNotPrinted(t *testing.T) {
 	}
 }
 
-// TestExitStatusTable checks that dlock --help and the README's section on
-// the command show the one table of exit statuses, and that it names every
+// TestExitStatusTable checks that dlock --help and the command's page,
+// docs/cli.md, show the one table of exit statuses, and that it names every
 // status dlock has.
 func TestExitStatusTable(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +153,8 @@ func TestExitStatusTable(t *testing.T) {
 	for _, e := range exitStatuses {
 		fmt.Fprintf(&md, "| %s | %s |\n", e.code, e.meaning)
 	}
-	if !strings.Contains(string(readme), md.String()) {
-		t.Errorf("README.md does not have the table of exit statuses that dlock --help shows; put it there:\n%s", md.String())
+	if !strings.Contains(string(page), md.String()) {
+		t.Errorf("docs/cli.md does not have the table of exit statuses that dlock --help shows; put it there:\n%s", md.String())
 	}
 
 	_, help, _ := runCLI(t, "--help")
