@@ -15,7 +15,7 @@ import (
 // What dlock top shows and how it works it out from what it sees: the
 // holders it has observed, the rows, their order, and their text. Nothing
 // here does I/O or reads the clock, so that the tests can feed it made-up
-// observations (top_view_test.go).
+// observations (view_test.go).
 
 // A topRow is one held lock as dlock top shows it.
 type topRow struct {
