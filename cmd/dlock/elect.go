@@ -246,3 +246,15 @@ func (e *elector) resign(ctx context.Context, l *election.Leadership) {
 	}
 	e.logf("resigned %s", e.leaseName())
 }
+
+// sleep waits for d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

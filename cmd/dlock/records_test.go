@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/top"
 	"github.com/dlock-go/dlock/election"
 	"github.com/dlock-go/dlock/jobs"
 	"github.com/dlock-go/dlock/redistest"
@@ -104,7 +105,7 @@ func TestReleaseRefusesRecords(t *testing.T) {
 	}
 
 	code, stdout, stderr := runCLI(t, "release", "--force", "--redis", srv.URL(), "plain")
-	if want := "released \"plain\", held by " + holderName(dlock.DefaultHolderName(), lock.Fingerprint()); code != 0 || !strings.HasPrefix(stdout, want) {
+	if want := "released \"plain\", held by " + top.HolderName(dlock.DefaultHolderName(), lock.Fingerprint()); code != 0 || !strings.HasPrefix(stdout, want) {
 		t.Errorf("release --force plain = %d, %q, %q; want 0 and %q", code, stdout, stderr, want)
 	}
 	if exists("plain") {
