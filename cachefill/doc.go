@@ -77,6 +77,12 @@
 //
 // It needs Redis 7.0 or later (a read claims a fill with SET NX GET).
 //
+// A Cache runs on one Redis deployment (a server, Sentinel or a Cluster),
+// not on a Redlock quorum: the script that stores an entry checks the
+// loader's lock in the same call, on the server that keeps the entry, and
+// the lock is taken only while the entry is missing (dlock.WithGuard, which
+// a Redlock Client refuses).
+//
 // # Failure modes
 //
 //   - Redis down, paused or failing: Get calls load directly, once per
