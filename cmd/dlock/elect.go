@@ -153,7 +153,11 @@ func (e *elector) elect(ctx context.Context) int {
 		return code
 	}
 	defer disconnect()
-	seat := election.New(locker, e.key, election.WithTTL(e.ttl))
+	seat, err := election.New(locker, e.key, election.WithTTL(e.ttl))
+	if err != nil { // an empty key or a ttl the flags let through
+		fmt.Fprintln(e.stderr, err)
+		return exitUsage
+	}
 	for {
 		l, code := e.campaign(ctx, seat, sigs)
 		if l == nil {

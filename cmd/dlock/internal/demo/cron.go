@@ -68,8 +68,11 @@ func (d *env) jobsHost(ctx context.Context, job, runsKey string, host int) (jobs
 	if err := sleep(ctx, late); err != nil {
 		return 0, err
 	}
-	runner := jobs.New(d.locker, jobs.WithTTL(cronLockTTL), jobs.WithRetention(cronRetention),
+	runner, err := jobs.New(d.locker, jobs.WithTTL(cronLockTTL), jobs.WithRetention(cronRetention),
 		jobs.WithHost(fmt.Sprintf("host-%d", host+1)))
+	if err != nil {
+		return 0, err
+	}
 	slot := jobs.Slot(cronFired.Add(late), cronPeriod)
 	return runner.Run(ctx, job, slot, func(ctx context.Context) error {
 		return d.rdb.Incr(ctx, runsKey).Err() // the job, a quick one

@@ -30,8 +30,12 @@ func hotKeyMiss(ctx context.Context, d *env) result {
 	for i := range caches {
 		// A generous Redis timeout: on a busy machine, a slow answer of the
 		// embedded Redis must not count as Redis down (a direct load).
-		caches[i] = cachefill.New(d.rdb, cachefill.WithPrefix(prefix), cachefill.WithRedisTimeout(10*time.Second))
-		defer func() { _ = caches[i].Close() }()
+		cache, err := cachefill.New(d.rdb, cachefill.WithPrefix(prefix), cachefill.WithRedisTimeout(10*time.Second))
+		if err != nil {
+			return failed(err)
+		}
+		caches[i] = cache
+		defer func() { _ = cache.Close() }()
 	}
 
 	var loads atomic.Int32

@@ -36,7 +36,10 @@ func leaderDies(ctx context.Context, d *env) result {
 	defer wg.Wait() // after cancel: the live candidates resign
 	defer cancel()
 	for i, locker := range lockers {
-		e := election.New(locker, name, election.WithTTL(leaderLease))
+		e, err := election.New(locker, name, election.WithTTL(leaderLease))
+		if err != nil {
+			return failed(err)
+		}
 		wg.Go(func() {
 			_ = election.Lead(ctx, e, candidateName(i), func(ctx context.Context) error {
 				seats.sit()
@@ -49,7 +52,11 @@ func leaderDies(ctx context.Context, d *env) result {
 
 	watchCtx, stopWatch := context.WithTimeout(ctx, leaderWait)
 	defer stopWatch()
-	leaders := election.New(d.locker, name, election.WithTTL(leaderLease)).Observe(watchCtx)
+	watcher, err := election.New(d.locker, name, election.WithTTL(leaderLease))
+	if err != nil {
+		return failed(err)
+	}
+	leaders := watcher.Observe(watchCtx)
 	first, ok := nextLeader(leaders, "")
 	if !ok {
 		return failed(fmt.Errorf("no leader within %v", leaderWait))
