@@ -43,15 +43,41 @@ func renderProduct(_ context.Context, id string) ([]byte, error) {
 	return []byte("<h1>product " + id + "</h1>"), nil
 }
 
+// runInstance is an instance of the service: it makes its Cache as
+// docs/packages.md shows, hands it over, and keeps it until ctx ends.
+func runInstance(ctx context.Context, rdb redis.UniversalClient, serve chan<- *cachefill.Cache) error {
+	cache, err := cachefill.New(rdb) // one per process: safe for concurrent use
+	if err != nil {
+		return err // cachefill.ErrNilClient or ErrInvalidOption
+	}
+	defer cache.Close()
+	serve <- cache
+	<-ctx.Done()
+	return nil
+}
+
 // Twenty requests over two instances miss a product page together: it is
 // rendered once. A missing product is rendered once too.
 func TestReadmeProductPage(t *testing.T) {
+	running, stop := context.WithCancel(t.Context())
+	var instances sync.WaitGroup
+	defer instances.Wait()
+	defer stop()
 	var caches []*cachefill.Cache
+	serve := make(chan *cachefill.Cache)
 	for range 2 {
 		rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 		t.Cleanup(func() { rdb.Close() })
-		cache := cachefill.New(rdb) // one per process: safe for concurrent use
-		defer cache.Close()
+		instances.Go(func() {
+			if err := runInstance(running, rdb, serve); err != nil {
+				t.Error(err)
+				close(serve)
+			}
+		})
+		cache, ok := <-serve
+		if !ok {
+			return
+		}
 		caches = append(caches, cache)
 	}
 	renderings.Store(0)

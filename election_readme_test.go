@@ -17,8 +17,11 @@ import (
 // and jobs have their own examples.
 
 func readmeLead(ctx context.Context, locker *dlock.Client, hostname string, scheduleInvoices func(context.Context, int64) error) error {
-	e := election.New(locker, "billing-scheduler") // the seat is the lock "billing-scheduler"
-	err := election.Lead(ctx, e, hostname, func(ctx context.Context) error {
+	e, err := election.New(locker, "billing-scheduler") // the seat is the lock "billing-scheduler"
+	if err != nil {
+		return err // election.ErrInvalid: an empty name or an invalid option
+	}
+	err = election.Lead(ctx, e, hostname, func(ctx context.Context) error {
 		l, _ := election.FromContext(ctx)
 		return scheduleInvoices(ctx, l.Term()) // ctx ends if leadership is lost; Term fences writes
 	})
@@ -26,8 +29,11 @@ func readmeLead(ctx context.Context, locker *dlock.Client, hostname string, sche
 }
 
 func readmeNightly(ctx context.Context, locker *dlock.Client, report func(context.Context) error) (jobs.Outcome, error) {
-	runner := jobs.New(locker, jobs.WithAttempts(2)) // one per process
-	slot := jobs.Slot(time.Now(), 24*time.Hour)      // the day (UTC) it is fired in
+	runner, err := jobs.New(locker, jobs.WithAttempts(2)) // one per process
+	if err != nil {
+		return 0, err // jobs.ErrInvalid: an invalid option
+	}
+	slot := jobs.Slot(time.Now(), 24*time.Hour) // the day (UTC) it is fired in
 	outcome, err := runner.Run(ctx, "nightly-report", slot, report)
 	return outcome, err // jobs.Ran here; or AlreadyDone, RunningElsewhere, NoAttemptsLeft
 }

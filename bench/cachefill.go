@@ -401,7 +401,11 @@ func (c *pollingCache) get(ctx context.Context, key string, load func(context.Co
 type cachefillCache struct{ cache *cachefill.Cache }
 
 func newCachefillCache(rdb *redis.Client) stampedeCache {
-	return cachefillCache{cachefill.New(rdb)}
+	cache, err := cachefill.New(rdb)
+	if err != nil {
+		panic(err) // a non-nil client, no option
+	}
+	return cachefillCache{cache}
 }
 
 func (c cachefillCache) get(ctx context.Context, key string, load func(context.Context) ([]byte, error)) ([]byte, error) {

@@ -3,7 +3,6 @@ package cachefill
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/owner"
+	"github.com/dlock-go/dlock/internal/redisclient"
 )
 
 // Cache keeps entries in Redis and fills a missing one with one load
@@ -25,7 +25,6 @@ type Cache struct {
 	locker *dlock.Client // of the loaders' locks; the Cache's own
 	opts   options
 	log    *slog.Logger
-	err    error // a bad argument to New: every call returns it
 
 	flights *group
 	blocked chan struct{} // a token per Get that waits for a fill blocked on a pooled connection
@@ -47,33 +46,29 @@ type Cache struct {
 // New returns a Cache on rdb, a go-redis client of any kind: a
 // *redis.Client, a Sentinel failover client, or a *redis.ClusterClient
 // (an entry's keys share a slot). New does not talk to Redis. A nil rdb or
-// an invalid option is no panic: every call of the Cache returns the error
-// (ErrNilClient, ErrInvalidOption).
+// an invalid option is no panic: New returns an error wrapping
+// ErrNilClient or ErrInvalidOption, and no Cache.
 //
 // The Cache makes a dlock.Client on rdb for the loaders' locks, which
 // Close closes; rdb itself stays open.
-func New(rdb redis.UniversalClient, opts ...Option) *Cache {
-	o := defaultOptions()
-	var errs []error
-	if rdb == nil {
-		errs = append(errs, ErrNilClient)
+func New(rdb redis.UniversalClient, opts ...Option) (*Cache, error) {
+	if redisclient.IsNil(rdb) {
+		return nil, ErrNilClient
 	}
-	for _, opt := range opts {
-		if opt == nil {
-			errs = append(errs, fmt.Errorf("%w: nil Option", ErrInvalidOption))
-		} else if err := opt(&o); err != nil {
-			errs = append(errs, err)
-		}
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
 	}
-	c := &Cache{rdb: rdb, opts: o, log: o.logger, err: errors.Join(errs...), refreshing: make(map[string]bool),
+	c := &Cache{rdb: rdb, opts: o, log: o.logger, refreshing: make(map[string]bool),
 		blocked: make(chan struct{}, maxBlockedWaits), own: owner.New()}
 	c.life, c.lifeEnd = context.WithCancel(context.Background())
 	c.flights = newGroup(c.life, c.spawn, c.fetchFor)
-	if c.err == nil {
-		c.locker = dlock.New(rdb, dlock.WithLogger(o.logger))
-	}
-	return c
+	c.locker = dlock.New(rdb, dlock.WithLogger(o.logger))
+	return c, nil
 }
+
+// errNotNew is the error of every call of a Cache that New did not make.
+var errNotNew = fmt.Errorf("%w: a Cache not made by New", ErrNilClient)
 
 // Close ends what the Cache still does: loads, background refreshes, calls
 // to Redis that did not answer in time. It cancels their contexts and
@@ -82,13 +77,13 @@ func New(rdb redis.UniversalClient, opts ...Option) *Cache {
 // loads instead. Gets that wait return an error, and later calls
 // ErrClosed. Close does not close the Redis client.
 func (c *Cache) Close() error {
+	if c == nil || c.own == nil {
+		return nil
+	}
 	c.own.Close()
 	c.lifeEnd()
 	c.own.Wait()
-	if c.locker != nil {
-		return c.locker.Close()
-	}
-	return nil
+	return c.locker.Close()
 }
 
 // spawn runs work in a goroutine that Close waits for, unless the Cache is
@@ -163,8 +158,8 @@ func (c *Cache) checkGet(key string, ttl time.Duration, load func(ctx context.Co
 // check returns the error of a call with a bad key, or on a Cache that
 // cannot work.
 func (c *Cache) check(key string) error {
-	if c.err != nil {
-		return c.err
+	if c == nil || c.own == nil {
+		return errNotNew
 	}
 	if key == "" {
 		return fmt.Errorf("%w: empty", ErrInvalidKey)

@@ -2,7 +2,10 @@
 // single load across every process that shares the Redis, so a hot key
 // that expires does not send a stampede to the database.
 //
-//	cache := cachefill.New(rdb) // any go-redis client; one per process
+//	cache, err := cachefill.New(rdb) // any go-redis client; one per process
+//	if err != nil {
+//		return err // a nil rdb or an invalid option
+//	}
 //	defer cache.Close()
 //
 //	v, err := cache.Get(ctx, "user:42", time.Minute, func(ctx context.Context) ([]byte, error) {
@@ -73,6 +76,12 @@
 // they share a Cluster slot. WithPrefix changes "cachefill".
 //
 // It needs Redis 7.0 or later (a read claims a fill with SET NX GET).
+//
+// A Cache runs on one Redis deployment (a server, Sentinel or a Cluster),
+// not on a Redlock quorum: the script that stores an entry checks the
+// loader's lock in the same call, on the server that keeps the entry, and
+// the lock is taken only while the entry is missing (dlock.WithGuard, which
+// a Redlock Client refuses).
 //
 // # Failure modes
 //

@@ -18,7 +18,11 @@ import (
 func Example() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	cache := cachefill.New(rdb) // one per process: safe for concurrent use
+	cache, err := cachefill.New(rdb) // one per process: safe for concurrent use
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer cache.Close()
 	ctx := context.Background()
 	defer rdb.Del(ctx, "cachefill{example:hot}:value") // the entry's key: the example runs again
@@ -54,7 +58,11 @@ type product struct {
 func ExampleTyped() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	cache := cachefill.New(rdb)
+	cache, err := cachefill.New(rdb)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer cache.Close()
 	products := cachefill.Typed[product]{Cache: cache}
 	ctx := context.Background()
@@ -92,7 +100,11 @@ func ExampleTyped() {
 func ExampleCache_Invalidate() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	cache := cachefill.New(rdb)
+	cache, err := cachefill.New(rdb)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer cache.Close()
 	ctx := context.Background()
 	defer rdb.Del(ctx, "cachefill{example:price}:value")

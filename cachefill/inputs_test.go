@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/dlock-go/dlock/cachefill"
 	"github.com/dlock-go/dlock/internal/testenv"
 )
@@ -27,7 +29,7 @@ func TestBadInput(t *testing.T) {
 		{"ttl under 1ms", get(ctx, cache, key, time.Microsecond, load), cachefill.ErrInvalidTTL},
 		{"nil load", get(ctx, cache, key, time.Minute, nil), cachefill.ErrNilLoad},
 		{"invalidate empty key", cache.Invalidate(ctx, ""), cachefill.ErrInvalidKey},
-		{"nil client", get(ctx, cachefill.New(nil), key, time.Minute, load), cachefill.ErrNilClient},
+		{"not made by New", get(ctx, new(cachefill.Cache), key, time.Minute, load), cachefill.ErrNilClient},
 		{"typed without cache", typedGet(ctx, cachefill.Typed[int]{}, key), cachefill.ErrNilClient},
 		{"ended context", get(canceled(), cache, key, time.Minute, load), context.Canceled},
 	}
@@ -45,15 +47,20 @@ func TestBadInput(t *testing.T) {
 		cachefill.WithLogger(nil),
 	}
 	for i, opt := range badOptions {
-		c := cachefill.New(testenv.Client(t), opt)
-		tests = append(tests, struct {
-			name string
-			err  error
-			want error
-		}{"bad option " + string(rune('a'+i)), get(ctx, c, key, time.Minute, load), cachefill.ErrInvalidOption})
-		if err := c.Close(); err != nil {
-			t.Errorf("Close of a Cache with a bad option = %v", err)
+		if c, err := cachefill.New(testenv.Client(t), opt); c != nil || !errors.Is(err, cachefill.ErrInvalidOption) {
+			t.Errorf("bad option %c: New = %v, %v; want nil, ErrInvalidOption", 'a'+i, c, err)
 		}
+	}
+	if c, err := cachefill.New(testenv.Client(t), cachefill.WithJitter(1), cachefill.WithJitter(0)); c != nil || !errors.Is(err, cachefill.ErrInvalidOption) {
+		t.Errorf("a bad option, then a valid one: New = %v, %v; want nil, ErrInvalidOption", c, err)
+	}
+	for what, rdb := range map[string]redis.UniversalClient{"nil": nil, "nil *redis.Client": (*redis.Client)(nil)} {
+		if c, err := cachefill.New(rdb); c != nil || !errors.Is(err, cachefill.ErrNilClient) {
+			t.Errorf("New(%s) = %v, %v; want nil, ErrNilClient", what, c, err)
+		}
+	}
+	if err := new(cachefill.Cache).Close(); err != nil {
+		t.Errorf("Close of a Cache not made by New = %v", err)
 	}
 	for _, tt := range tests {
 		if !errors.Is(tt.err, tt.want) {
@@ -127,7 +134,7 @@ func TestWrongType(t *testing.T) {
 // Close twice is fine.
 func TestClosed(t *testing.T) {
 	t.Parallel()
-	cache := cachefill.New(testenv.Client(t))
+	cache := newCache(t, testenv.Client(t))
 	key := testenv.NewKey(t)
 	g := newGate("v", nil)
 	done := make(chan error, 1)

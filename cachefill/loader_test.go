@@ -233,7 +233,10 @@ func TestHungLoadTimesOut(t *testing.T) {
 func TestCacheClosedMidLoad(t *testing.T) {
 	t.Parallel()
 	key := testenv.NewKey(t)
-	first := cachefill.New(testenv.Client(t), cachefill.WithLockTTL(time.Hour))
+	first, err := cachefill.New(testenv.Client(t), cachefill.WithLockTTL(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
 	second := newCache(t, testenv.Client(t))
 	g := newGate("never", nil)
 	var wg sync.WaitGroup

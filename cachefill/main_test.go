@@ -27,7 +27,10 @@ func TestMain(m *testing.M) {
 // newCache returns a Cache on rdb, closed when the test ends.
 func newCache(t testing.TB, rdb redis.UniversalClient, opts ...cachefill.Option) *cachefill.Cache {
 	t.Helper()
-	c := cachefill.New(rdb, opts...)
+	c, err := cachefill.New(rdb, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { c.Close() })
 	return c
 }

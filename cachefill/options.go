@@ -25,8 +25,8 @@ const (
 	DefaultRedisTimeout = time.Second
 )
 
-// An Option configures a Cache in New.
-type Option func(*options) error
+// Option configures a Cache. Pass options to New.
+type Option func(*options)
 
 type options struct {
 	prefix       string
@@ -38,10 +38,11 @@ type options struct {
 	redisTimeout time.Duration
 	fallback     bool
 	logger       *slog.Logger
+	err          error
 }
 
-func defaultOptions() options {
-	return options{
+func newOptions(opts []Option) (options, error) {
+	o := options{
 		prefix:       DefaultPrefix,
 		lockTTL:      DefaultLockTTL,
 		loadTimeout:  DefaultLoadTimeout,
@@ -52,20 +53,29 @@ func defaultOptions() options {
 		fallback:     true,
 		logger:       slog.Default(),
 	}
+	for _, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
+		if opt(&o); o.err != nil {
+			return o, o.err
+		}
+	}
+	return o, nil
 }
 
 // WithPrefix sets what the name of every key of the Cache starts with, so
 // that several caches share one Redis apart: the entry of "user:42" is kept
 // at "cachefill{user:42}:value" and its loader's lock at
 // "cachefill{user:42}:lock". It must not contain '{' or '}', which would
-// change the keys' Cluster slots. Default DefaultPrefix.
+// change the keys' Cluster slots. The default is DefaultPrefix.
 func WithPrefix(prefix string) Option {
-	return func(o *options) error {
+	return func(o *options) {
 		if strings.ContainsAny(prefix, "{}") {
-			return fmt.Errorf("%w: WithPrefix(%q) contains a brace", ErrInvalidOption, prefix)
+			o.err = fmt.Errorf("%w: WithPrefix(%q) contains a brace", ErrInvalidOption, prefix)
+			return
 		}
 		o.prefix = prefix
-		return nil
 	}
 }
 
@@ -73,58 +83,59 @@ func WithPrefix(prefix string) Option {
 // lock is renewed while the load runs, so the ttl is how long the other
 // callers wait for a loader whose process died or hangs before one of them
 // loads instead: a waiter that hears nothing looks again after it. Caches
-// that share keys should share it. At least a millisecond; default
-// DefaultLockTTL.
+// that share keys should share it. The default is DefaultLockTTL; d must
+// be at least a millisecond.
 func WithLockTTL(d time.Duration) Option {
-	return func(o *options) error {
+	return func(o *options) {
 		if d < time.Millisecond {
-			return fmt.Errorf("%w: WithLockTTL(%v), want at least 1ms", ErrInvalidOption, d)
+			o.err = fmt.Errorf("%w: WithLockTTL(%v), want at least 1ms", ErrInvalidOption, d)
+			return
 		}
 		o.lockTTL = d
-		return nil
 	}
 }
 
 // WithLoadTimeout bounds one load: its context ends after d, and Get stops
 // waiting for it then, returns an error to the callers that waited for it
-// in this process, and lets a caller elsewhere load instead. Positive;
-// default DefaultLoadTimeout.
+// in this process, and lets a caller elsewhere load instead. The default
+// is DefaultLoadTimeout; d must be positive.
 func WithLoadTimeout(d time.Duration) Option {
-	return func(o *options) error {
+	return func(o *options) {
 		if d <= 0 {
-			return fmt.Errorf("%w: WithLoadTimeout(%v), want a positive duration", ErrInvalidOption, d)
+			o.err = fmt.Errorf("%w: WithLoadTimeout(%v), want a positive duration", ErrInvalidOption, d)
+			return
 		}
 		o.loadTimeout = d
-		return nil
 	}
 }
 
 // WithNotFoundTTL sets how long the Cache remembers that a load returned
 // ErrNotFound, so that requests for a key the source does not have do not
 // all reach it (cache penetration). 0 turns it off: ErrNotFound is then
-// returned and not remembered. Default DefaultNotFoundTTL.
+// returned and not remembered. The default is DefaultNotFoundTTL; d must be
+// 0 or at least a millisecond.
 func WithNotFoundTTL(d time.Duration) Option {
-	return func(o *options) error {
+	return func(o *options) {
 		if d < 0 || d > 0 && d < time.Millisecond {
-			return fmt.Errorf("%w: WithNotFoundTTL(%v), want 0 or at least 1ms", ErrInvalidOption, d)
+			o.err = fmt.Errorf("%w: WithNotFoundTTL(%v), want 0 or at least 1ms", ErrInvalidOption, d)
+			return
 		}
 		o.notFoundTTL = d
-		return nil
 	}
 }
 
 // WithJitter makes every stored entry live up to the given share of its ttl
 // less, at random: with 0.05, an entry stored for a minute expires between
 // 57 and 60 seconds later, so entries filled together do not all expire
-// together (cache avalanche). From 0 (off) to below 1; default
-// DefaultJitter.
+// together (cache avalanche). The default is DefaultJitter; share must be
+// from 0 (off) to below 1.
 func WithJitter(share float64) Option {
-	return func(o *options) error {
+	return func(o *options) {
 		if !(share >= 0 && share < 1) {
-			return fmt.Errorf("%w: WithJitter(%v), want 0 <= share < 1", ErrInvalidOption, share)
+			o.err = fmt.Errorf("%w: WithJitter(%v), want 0 <= share < 1", ErrInvalidOption, share)
+			return
 		}
 		o.jitter = share
-		return nil
 	}
 }
 
@@ -134,14 +145,14 @@ func WithJitter(share float64) Option {
 // entry nears its expiry and with the time its last load took, times beta.
 // The hotter the key, the surer it is refreshed in time, so a hot key does
 // not miss at all. Above 1 refreshes earlier, below 1 later; 0 turns early
-// refresh off. Default DefaultBeta.
+// refresh off. The default is DefaultBeta; beta must be from 0 to 100.
 func WithEarlyRefresh(beta float64) Option {
-	return func(o *options) error {
+	return func(o *options) {
 		if !(beta >= 0 && beta <= 100) {
-			return fmt.Errorf("%w: WithEarlyRefresh(%v), want 0 <= beta <= 100", ErrInvalidOption, beta)
+			o.err = fmt.Errorf("%w: WithEarlyRefresh(%v), want 0 <= beta <= 100", ErrInvalidOption, beta)
+			return
 		}
 		o.beta = beta
-		return nil
 	}
 }
 
@@ -149,14 +160,15 @@ func WithEarlyRefresh(beta float64) Option {
 // waits for a loader (a read, a store, a lock): Redis counts as
 // unreachable when a call takes longer. Waiting for a loader is bounded by
 // the Get's context only; it blocks on Redis for d at most at a time, so
-// that Close returns within d of it. Positive; default DefaultRedisTimeout.
+// that Close returns within d of it. The default is DefaultRedisTimeout; d
+// must be positive.
 func WithRedisTimeout(d time.Duration) Option {
-	return func(o *options) error {
+	return func(o *options) {
 		if d <= 0 {
-			return fmt.Errorf("%w: WithRedisTimeout(%v), want a positive duration", ErrInvalidOption, d)
+			o.err = fmt.Errorf("%w: WithRedisTimeout(%v), want a positive duration", ErrInvalidOption, d)
+			return
 		}
 		o.redisTimeout = d
-		return nil
 	}
 }
 
@@ -166,9 +178,8 @@ func WithRedisTimeout(d time.Duration) Option {
 // optimisation, and logs it (see WithLogger); with false, it returns the
 // error.
 func WithFallback(on bool) Option {
-	return func(o *options) error {
+	return func(o *options) {
 		o.fallback = on
-		return nil
 	}
 }
 
@@ -183,11 +194,11 @@ func WithFallback(on bool) Option {
 // Cache that falls back is never silent; slog.New(slog.DiscardHandler)
 // silences it.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) error {
+	return func(o *options) {
 		if l == nil {
-			return fmt.Errorf("%w: WithLogger(nil)", ErrInvalidOption)
+			o.err = fmt.Errorf("%w: WithLogger(nil)", ErrInvalidOption)
+			return
 		}
 		o.logger = l
-		return nil
 	}
 }

@@ -127,7 +127,10 @@ func TestFillClaimAndMessages(t *testing.T) {
 func newStoreEnv(t *testing.T) (*redis.Client, *Cache, keys) {
 	t.Helper()
 	rdb := redistest.NewServer(t).Client()
-	c := New(rdb)
+	c, err := New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { c.Close() })
 	return rdb, c, keysOf(DefaultPrefix, "k")
 }

@@ -22,8 +22,8 @@ func reportQuantiles(b *testing.B, ds []time.Duration) {
 // was waiting: the takeover a planned handover costs.
 func BenchmarkTakeoverAfterResign(b *testing.B) {
 	name := testenv.NewKey(b)
-	a := election.New(lockenv.Locker(b, nil), name)
-	c := election.New(lockenv.Locker(b, nil), name)
+	a := newElection(b, lockenv.Locker(b, nil), name)
+	c := newElection(b, lockenv.Locker(b, nil), name)
 	ctx := context.Background()
 	leader, err := a.Campaign(ctx, "a")
 	if err != nil {
@@ -71,13 +71,13 @@ func BenchmarkTakeoverAfterCrash(b *testing.B) {
 	var ds []time.Duration
 	for b.Loop() {
 		crashing := lockenv.Locker(b, nil)
-		l, err := election.New(crashing, name, election.WithTTL(ttl)).Campaign(ctx, "crashing")
+		l, err := newElection(b, crashing, name, election.WithTTL(ttl)).Campaign(ctx, "crashing")
 		if err != nil {
 			b.Fatal(err)
 		}
 		got := make(chan *election.Leadership)
 		go func() {
-			next, err := election.New(lockenv.Locker(b, nil), name, election.WithTTL(ttl)).Campaign(ctx, "next")
+			next, err := newElection(b, lockenv.Locker(b, nil), name, election.WithTTL(ttl)).Campaign(ctx, "next")
 			if err != nil {
 				b.Error(err)
 			}
@@ -99,10 +99,10 @@ func BenchmarkTakeoverAfterCrash(b *testing.B) {
 // change by Observe.
 func BenchmarkObserveDelivery(b *testing.B) {
 	name := testenv.NewKey(b)
-	e := election.New(lockenv.Locker(b, nil), name)
+	e := newElection(b, lockenv.Locker(b, nil), name)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	observed := election.New(lockenv.Locker(b, nil), name).Observe(ctx)
+	observed := newElection(b, lockenv.Locker(b, nil), name).Observe(ctx)
 	<-observed // the empty seat
 	var ds []time.Duration
 	for b.Loop() {
@@ -123,7 +123,7 @@ func BenchmarkObserveDelivery(b *testing.B) {
 
 // Whether a Leadership still leads: a local check, no round trip.
 func BenchmarkLeadershipErr(b *testing.B) {
-	l, err := election.New(lockenv.Locker(b, nil), testenv.NewKey(b)).Campaign(context.Background(), "a")
+	l, err := newElection(b, lockenv.Locker(b, nil), testenv.NewKey(b)).Campaign(context.Background(), "a")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,8 +2,11 @@
 // deployment of a dlock Client: active/standby services, a single
 // scheduler, a single consumer.
 //
-//	e := election.New(locker, "billing-scheduler")
-//	err := election.Lead(ctx, e, hostname, func(ctx context.Context) error {
+//	e, err := election.New(locker, "billing-scheduler")
+//	if err != nil {
+//		return err // an empty name or an invalid option: election.ErrInvalid
+//	}
+//	err = election.Lead(ctx, e, hostname, func(ctx context.Context) error {
 //		return schedule(ctx) // runs on one process at a time; ctx ends on loss
 //	})
 //

@@ -17,7 +17,6 @@ type Election struct {
 	locker *dlock.Client
 	name   string
 	cfg    config
-	err    error // a bad argument of New, returned by every call
 }
 
 // Leader is who leads an election: the value the leader campaigned with,
@@ -33,30 +32,36 @@ type Leader struct {
 // "dlock:vacancy:" followed by name (see Observe).
 //
 // New does not talk to Redis. A nil locker, an empty name or an invalid
-// option is no panic: every call of the Election returns an error wrapping
-// ErrInvalid.
-func New(locker *dlock.Client, name string, opts ...Option) *Election {
-	e := &Election{locker: locker, name: name, cfg: config{ttl: DefaultTTL, logger: slog.Default()}}
-	if locker != nil {
-		e.cfg.logger = door.Logger(locker)
-	}
-	for _, opt := range opts {
-		if opt == nil {
-			e.err = fmt.Errorf("%w: nil Option", ErrInvalid)
-			break
-		}
-		if opt(&e.cfg); e.cfg.err != nil {
-			e.err = e.cfg.err
-			break
-		}
-	}
+// option is no panic: New returns an error wrapping ErrInvalid, and no
+// Election.
+func New(locker *dlock.Client, name string, opts ...Option) (*Election, error) {
 	switch {
 	case locker == nil:
-		e.err = fmt.Errorf("%w: nil dlock.Client", ErrInvalid)
+		return nil, fmt.Errorf("%w: nil dlock.Client", ErrInvalid)
 	case name == "":
-		e.err = fmt.Errorf("%w: empty election name", ErrInvalid)
+		return nil, fmt.Errorf("%w: empty election name", ErrInvalid)
 	}
-	return e
+	cfg := config{ttl: DefaultTTL, logger: door.Logger(locker)}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: nil Option", ErrInvalid)
+		}
+		if opt(&cfg); cfg.err != nil {
+			return nil, cfg.err
+		}
+	}
+	return &Election{locker: locker, name: name, cfg: cfg}, nil
+}
+
+// errNotNew is the error of every call of an Election that New did not make.
+var errNotNew = fmt.Errorf("%w: an Election not made by New", ErrInvalid)
+
+// usable returns errNotNew for an Election that New did not make.
+func (e *Election) usable() error {
+	if e == nil || e.locker == nil {
+		return errNotNew
+	}
+	return nil
 }
 
 // Name returns the election's name, as given to New.
@@ -85,8 +90,8 @@ func (e *Election) Name() string { return e.name }
 // On a Redlock quorum that took the seat but agreed on no term, Campaign
 // gives the seat up and campaigns again, and logs it (WithLogger).
 func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
-	if e.err != nil {
-		return nil, e.err
+	if err := e.usable(); err != nil {
+		return nil, err
 	}
 	for {
 		lock, err := e.locker.Obtain(ctx, e.name, e.cfg.ttl,
@@ -117,8 +122,8 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 // On a Redlock, a candidate that just won counts from the moment its term
 // is known to a quorum.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	if e.err != nil {
-		return Leader{}, e.err
+	if err := e.usable(); err != nil {
+		return Leader{}, err
 	}
 	info, err := e.locker.Inspect(ctx, e.name)
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 func TestResignWakesACandidate(t *testing.T) {
 	t.Parallel()
 	name := testenv.NewKey(t)
-	a := election.New(lockenv.Locker(t, nil), name)
-	b := election.New(lockenv.Locker(t, nil), name)
+	a := newElection(t, lockenv.Locker(t, nil), name)
+	b := newElection(t, lockenv.Locker(t, nil), name)
 	first, err := a.Campaign(testenv.Timeout(t, 10*time.Second), "a")
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestOneLeaderAtATime(t *testing.T) {
 	leaders, lastTerm, terms := 0, int64(0), 0
 	var wg sync.WaitGroup
 	for i := range candidates {
-		e := election.New(lockenv.Locker(t, nil), name)
+		e := newElection(t, lockenv.Locker(t, nil), name)
 		wg.Go(func() {
 			for range termsEach {
 				l, err := e.Campaign(testenv.Timeout(t, 30*time.Second), string(rune('a'+i)))
@@ -111,8 +111,8 @@ func TestCrashedLeaderIsReplaced(t *testing.T) {
 	t.Parallel()
 	name := testenv.NewKey(t)
 	crashing := lockenv.Locker(t, nil)
-	a := election.New(crashing, name, election.WithTTL(300*time.Millisecond))
-	b := election.New(lockenv.Locker(t, nil), name, election.WithTTL(300*time.Millisecond))
+	a := newElection(t, crashing, name, election.WithTTL(300*time.Millisecond))
+	b := newElection(t, lockenv.Locker(t, nil), name, election.WithTTL(300*time.Millisecond))
 	first, err := a.Campaign(testenv.Timeout(t, 10*time.Second), "a")
 	if err != nil {
 		t.Fatal(err)
@@ -140,14 +140,14 @@ func TestCrashedLeaderIsReplaced(t *testing.T) {
 func TestCampaignContextEnds(t *testing.T) {
 	t.Parallel()
 	name := testenv.NewKey(t)
-	l, err := election.New(lockenv.Locker(t, nil), name).Campaign(testenv.Timeout(t, 10*time.Second), "a")
+	l, err := newElection(t, lockenv.Locker(t, nil), name).Campaign(testenv.Timeout(t, 10*time.Second), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Resign(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err = election.New(lockenv.Locker(t, nil), name).Campaign(ctx, "b")
+	_, err = newElection(t, lockenv.Locker(t, nil), name).Campaign(ctx, "b")
 	if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Campaign until a deadline = %v, want ErrNotObtained and DeadlineExceeded", err)
 	}
@@ -159,7 +159,7 @@ func TestLeadershipLost(t *testing.T) {
 	t.Parallel()
 	name := testenv.NewKey(t)
 	locker := lockenv.Locker(t, nil)
-	l, err := election.New(locker, name, election.WithTTL(300*time.Millisecond)).Campaign(testenv.Timeout(t, 10*time.Second), "a")
+	l, err := newElection(t, locker, name, election.WithTTL(300*time.Millisecond)).Campaign(testenv.Timeout(t, 10*time.Second), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestLeadershipLost(t *testing.T) {
 
 func TestNoLeader(t *testing.T) {
 	t.Parallel()
-	if _, err := election.New(lockenv.Locker(t, nil), testenv.NewKey(t)).Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
+	if _, err := newElection(t, lockenv.Locker(t, nil), testenv.NewKey(t)).Leader(t.Context()); !errors.Is(err, election.ErrNoLeader) {
 		t.Errorf("Leader() of an empty seat = %v, want ErrNoLeader", err)
 	}
 }
@@ -184,27 +184,36 @@ func TestInvalid(t *testing.T) {
 	t.Parallel()
 	locker := lockenv.Locker(t, nil)
 	ctx := testenv.Timeout(t, 10*time.Second)
-	for what, e := range map[string]*election.Election{
-		"nil Client":   election.New(nil, "x"),
-		"empty name":   election.New(locker, ""),
-		"zero ttl":     election.New(locker, "x", election.WithTTL(0)),
-		"negative ttl": election.New(locker, "x", election.WithTTL(-time.Second)),
-		"nil option":   election.New(locker, "x", nil),
+	for what, newIt := range map[string]func() (*election.Election, error){
+		"nil Client":   func() (*election.Election, error) { return election.New(nil, "x") },
+		"empty name":   func() (*election.Election, error) { return election.New(locker, "") },
+		"zero ttl":     func() (*election.Election, error) { return election.New(locker, "x", election.WithTTL(0)) },
+		"negative ttl": func() (*election.Election, error) { return election.New(locker, "x", election.WithTTL(-time.Second)) },
+		"nil option":   func() (*election.Election, error) { return election.New(locker, "x", nil) },
+		"nil logger":   func() (*election.Election, error) { return election.New(locker, "x", election.WithLogger(nil)) },
+		"bad then valid": func() (*election.Election, error) {
+			return election.New(locker, "x", election.WithTTL(0), election.WithTTL(time.Second))
+		},
 	} {
-		if _, err := e.Campaign(ctx, "v"); !errors.Is(err, election.ErrInvalid) {
-			t.Errorf("%s: Campaign = %v, want ErrInvalid", what, err)
-		}
-		if _, err := e.Leader(ctx); !errors.Is(err, election.ErrInvalid) {
-			t.Errorf("%s: Leader = %v, want ErrInvalid", what, err)
-		}
-		if _, ok := <-e.Observe(ctx); ok {
-			t.Errorf("%s: Observe's channel is open", what)
-		}
-		if err := election.Lead(ctx, e, "v", func(context.Context) error { return nil }); !errors.Is(err, election.ErrInvalid) {
-			t.Errorf("%s: Lead = %v, want ErrInvalid", what, err)
+		if e, err := newIt(); !errors.Is(err, election.ErrInvalid) || e != nil {
+			t.Errorf("%s: New = %v, %v, want nil, ErrInvalid", what, e, err)
 		}
 	}
-	e := election.New(locker, testenv.NewKey(t))
+	// An Election not made by New fails every call, without a panic.
+	zero := new(election.Election)
+	if _, err := zero.Campaign(ctx, "v"); !errors.Is(err, election.ErrInvalid) {
+		t.Errorf("Campaign of a zero Election = %v, want ErrInvalid", err)
+	}
+	if _, err := zero.Leader(ctx); !errors.Is(err, election.ErrInvalid) {
+		t.Errorf("Leader of a zero Election = %v, want ErrInvalid", err)
+	}
+	if _, ok := <-zero.Observe(ctx); ok {
+		t.Errorf("Observe's channel of a zero Election is open")
+	}
+	if err := election.Lead(ctx, zero, "v", func(context.Context) error { return nil }); !errors.Is(err, election.ErrInvalid) {
+		t.Errorf("Lead of a zero Election = %v, want ErrInvalid", err)
+	}
+	e := newElection(t, locker, testenv.NewKey(t))
 	if err := election.Lead(ctx, e, "v", nil); !errors.Is(err, election.ErrInvalid) {
 		t.Errorf("Lead with a nil function = %v, want ErrInvalid", err)
 	}
@@ -221,7 +230,7 @@ func TestClosedClient(t *testing.T) {
 	t.Parallel()
 	locker := lockenv.Locker(t, nil)
 	locker.Close()
-	e := election.New(locker, testenv.NewKey(t))
+	e := newElection(t, locker, testenv.NewKey(t))
 	ctx := testenv.Timeout(t, 10*time.Second)
 	if _, err := e.Campaign(ctx, "v"); !errors.Is(err, dlock.ErrClosed) {
 		t.Errorf("Campaign = %v, want ErrClosed", err)

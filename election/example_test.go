@@ -19,8 +19,12 @@ func ExampleLead() {
 	locker := dlock.New(rdb)
 	defer locker.Close()
 
-	e := election.New(locker, "example:scheduler")
-	err := election.Lead(context.Background(), e, "host-1", func(ctx context.Context) error {
+	e, err := election.New(locker, "example:scheduler")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = election.Lead(context.Background(), e, "host-1", func(ctx context.Context) error {
 		l, _ := election.FromContext(ctx)
 		fmt.Println("leading, term > 0:", l.Term() > 0)
 		return nil // the work is over: Lead resigns and returns
@@ -38,7 +42,11 @@ func ExampleElection_Campaign() {
 	defer locker.Close()
 	ctx := context.Background()
 
-	e := election.New(locker, "example:campaign", election.WithTTL(5*time.Second))
+	e, err := election.New(locker, "example:campaign", election.WithTTL(5*time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	leadership, err := e.Campaign(ctx, "10.0.0.7:8080")
 	if err != nil {
 		fmt.Println(err)
@@ -69,7 +77,11 @@ func ExampleElection_Observe() {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 
-	e := election.New(locker, "example:observe")
+	e, err := election.New(locker, "example:observe")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	leaders := e.Observe(ctx)
 	fmt.Printf("%q\n", (<-leaders).Value) // nobody yet
 

@@ -37,8 +37,8 @@ func Lead(ctx context.Context, e *Election, value string, fn func(ctx context.Co
 	switch {
 	case e == nil:
 		return fmt.Errorf("%w: Lead of a nil Election", ErrInvalid)
-	case e.err != nil:
-		return e.err
+	case e.usable() != nil:
+		return e.usable()
 	case fn == nil:
 		return fmt.Errorf("%w: Lead with a nil function", ErrInvalid)
 	}

@@ -45,7 +45,7 @@ func TestLeadAcrossLosses(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i := range errs {
-		e := election.New(lockenv.Locker(t, nil), name, election.WithTTL(time.Second))
+		e := newElection(t, lockenv.Locker(t, nil), name, election.WithTTL(time.Second))
 		wg.Go(func() { errs[i] = election.Lead(ctx, e, "p", work) })
 	}
 	operator := lockenv.Locker(t, nil)
@@ -80,7 +80,7 @@ func TestLeadAcrossLosses(t *testing.T) {
 func TestLeadReturnsWhenTheWorkDoes(t *testing.T) {
 	t.Parallel()
 	name := testenv.NewKey(t)
-	e := election.New(lockenv.Locker(t, nil), name)
+	e := newElection(t, lockenv.Locker(t, nil), name)
 	failed := errors.New("work failed")
 	if err := election.Lead(testenv.Timeout(t, 10*time.Second), e, "p", func(context.Context) error { return failed }); !errors.Is(err, failed) {
 		t.Errorf("Lead = %v, want the work's error", err)
@@ -105,7 +105,7 @@ func TestLeadReturnsWhenTheWorkDoes(t *testing.T) {
 func TestLeadRetriesRedisFailures(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
-	e := election.New(dlockOn(t, srv), testenv.NewKey(t), election.WithTTL(time.Second))
+	e := newElection(t, dlockOn(t, srv), testenv.NewKey(t), election.WithTTL(time.Second))
 	srv.Kill()
 	started := make(chan struct{})
 	done := make(chan error, 1)
@@ -127,7 +127,7 @@ func TestLeadRetriesRedisFailures(t *testing.T) {
 func TestCampaignRedisDown(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
-	e := election.New(dlockOn(t, srv), testenv.NewKey(t))
+	e := newElection(t, dlockOn(t, srv), testenv.NewKey(t))
 	srv.Kill()
 	_, err := e.Campaign(testenv.Timeout(t, 10*time.Second), "p")
 	var node *dlock.NodeError

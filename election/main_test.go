@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/election"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
@@ -31,4 +32,15 @@ func closed(ch <-chan struct{}) bool {
 func dlockOn(t testing.TB, srv *redistest.Server) *dlock.Client {
 	t.Helper()
 	return lockenv.Locker(t, srv.Client(testenv.FastFail))
+}
+
+// newElection returns the election named name on locker, and fails the
+// test if New fails.
+func newElection(t testing.TB, locker *dlock.Client, name string, opts ...election.Option) *election.Election {
+	t.Helper()
+	e, err := election.New(locker, name, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -23,11 +23,11 @@ import (
 // An error of Redis makes it try again after a pause, up to a lease long.
 //
 // The channel is closed when ctx ends, or when the dlock Client is closed
-// (or the Election is invalid). The goroutine that feeds it ends then too:
+// (or the Election was not made by New). The goroutine that feeds it ends then too:
 // cancel ctx when done.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	ch := make(chan Leader, 1)
-	if e.err != nil {
+	if e.usable() != nil {
 		close(ch)
 		return ch
 	}

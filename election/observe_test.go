@@ -35,7 +35,7 @@ func TestObserve(t *testing.T) {
 	t.Parallel()
 	name := testenv.NewKey(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := election.New(lockenv.Locker(t, nil), name).Observe(ctx)
+	ch := newElection(t, lockenv.Locker(t, nil), name).Observe(ctx)
 	defer func() {
 		cancel()
 		for range ch { // closed once its goroutine is done
@@ -45,7 +45,7 @@ func TestObserve(t *testing.T) {
 		t.Fatalf("first value %+v, want the empty seat", l)
 	}
 	for _, value := range []string{"a", "b"} {
-		l, err := election.New(lockenv.Locker(t, nil), name).Campaign(testenv.Timeout(t, 10*time.Second), value)
+		l, err := newElection(t, lockenv.Locker(t, nil), name).Campaign(testenv.Timeout(t, 10*time.Second), value)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func TestObserveChurn(t *testing.T) {
 	t.Parallel()
 	name := testenv.NewKey(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := election.New(lockenv.Locker(t, nil), name).Observe(ctx)
+	ch := newElection(t, lockenv.Locker(t, nil), name).Observe(ctx)
 	var last atomic.Pointer[election.Leader]
 	observed := make(chan struct{})
 	go func() {
@@ -81,7 +81,7 @@ func TestObserveChurn(t *testing.T) {
 	}()
 	var wg sync.WaitGroup
 	for i := range 3 {
-		e := election.New(lockenv.Locker(t, nil), name)
+		e := newElection(t, lockenv.Locker(t, nil), name)
 		wg.Go(func() {
 			for range 10 {
 				l, err := e.Campaign(testenv.Timeout(t, 30*time.Second), string(rune('a'+i)))
@@ -94,7 +94,7 @@ func TestObserveChurn(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	final, err := election.New(lockenv.Locker(t, nil), name).Campaign(testenv.Timeout(t, 10*time.Second), "final")
+	final, err := newElection(t, lockenv.Locker(t, nil), name).Campaign(testenv.Timeout(t, 10*time.Second), "final")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestHelperLeader(t *testing.T) {
 	locker := dlock.New(rdb)
 	defer locker.Close()
 	ctx := context.Background()
-	l, err := election.New(locker, name, election.WithTTL(500*time.Millisecond)).Campaign(ctx, "paused")
+	l, err := newElection(t, locker, name, election.WithTTL(500*time.Millisecond)).Campaign(ctx, "paused")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	l, err := election.New(lockenv.Locker(t, nil), name).Campaign(testenv.Timeout(t, 10*time.Second), "next")
+	l, err := newElection(t, lockenv.Locker(t, nil), name).Campaign(testenv.Timeout(t, 10*time.Second), "next")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,12 +35,12 @@ func TestRedlockWithANodeDown(t *testing.T) {
 	srvs := redistest.NewServers(t, 3)
 	name := testenv.NewKey(t)
 	crashing := newRedlock(t, srvs)
-	a := election.New(newRedlock(t, srvs), name, election.WithTTL(500*time.Millisecond))
-	b := election.New(crashing, name, election.WithTTL(500*time.Millisecond))
+	a := newElection(t, newRedlock(t, srvs), name, election.WithTTL(500*time.Millisecond))
+	b := newElection(t, crashing, name, election.WithTTL(500*time.Millisecond))
 	srvs[2].Kill()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	observed := election.New(newRedlock(t, srvs), name).Observe(ctx)
+	observed := newElection(t, newRedlock(t, srvs), name).Observe(ctx)
 	defer func() {
 		cancel()
 		for range observed {

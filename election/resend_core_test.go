@@ -18,7 +18,7 @@ func TestConcurrentResigns(t *testing.T) {
 	t.Parallel()
 	locker := lockenv.Locker(t, nil)
 	for round := range 50 {
-		e := election.New(locker, testenv.NewKey(t))
+		e := newElection(t, locker, testenv.NewKey(t))
 		lead, err := e.Campaign(testenv.Timeout(t, 10*time.Second), "me")
 		if err != nil {
 			t.Fatal(err)

@@ -209,7 +209,7 @@ func TestResentCampaignLeadsOnce(t *testing.T) {
 	t.Parallel()
 	p, arm := newPausedAt(t)
 	name := testenv.NewKey(t)
-	e := election.New(p.locker, name)
+	e := newElection(t, p.locker, name)
 	ctx := testenv.Timeout(t, time.Minute)
 	l, err := e.Campaign(ctx, "warm") // the scripts in Redis's cache
 	if err != nil {
@@ -244,7 +244,7 @@ func TestResentAnnouncementWakesObservers(t *testing.T) {
 	t.Parallel()
 	p, arm := newPausedAt(t)
 	name := testenv.NewKey(t)
-	e := election.New(p.locker, name)
+	e := newElection(t, p.locker, name)
 	ctx := testenv.Timeout(t, time.Minute)
 	l, err := e.Campaign(ctx, "warm") // the scripts in Redis's cache
 	if err != nil {
@@ -284,7 +284,7 @@ func TestResentCampaignThatGaveUpHoldsNoSeat(t *testing.T) {
 	t.Parallel()
 	p, arm := newPausedAt(t)
 	name := testenv.NewKey(t)
-	e := election.New(p.locker, name, election.WithTTL(time.Hour))
+	e := newElection(t, p.locker, name, election.WithTTL(time.Hour))
 	ctx := testenv.Timeout(t, time.Minute)
 	l, err := e.Campaign(ctx, "warm") // the scripts in Redis's cache
 	if err != nil {
@@ -307,7 +307,7 @@ func TestResentCampaignThatGaveUpHoldsNoSeat(t *testing.T) {
 		t.Errorf("Campaign whose ctx ended while Redis did not answer = %v, want a dlock.NodeError and context.Canceled", err)
 	}
 	p.copies(t)
-	rival := election.New(p.locker, name, election.WithTTL(time.Hour))
+	rival := newElection(t, p.locker, name, election.WithTTL(time.Hour))
 	l, err = rival.Campaign(testenv.Timeout(t, 30*time.Second), "rival")
 	if err != nil {
 		t.Fatalf("a rival's Campaign after the copies ran = %v; want it to lead (the seat's lease is an hour)", err)

@@ -101,7 +101,7 @@ func TestLeadRedisDownLogsAndReturnsTheCause(t *testing.T) {
 	srv := redistest.NewServer(t)
 	srv.Kill()
 	var log records
-	e := election.New(lockenv.Locker(t, srv.Client()), testenv.NewKey(t),
+	e := newElection(t, lockenv.Locker(t, srv.Client()), testenv.NewKey(t),
 		election.WithTTL(100*time.Millisecond), election.WithLogger(slog.New(&log)))
 	ctx, expire := expiring()
 	defer expire()
@@ -145,7 +145,7 @@ func TestLeadLogsThroughTheClientsLogger(t *testing.T) {
 	var log records
 	locker := dlock.New(srv.Client(), dlock.WithLogger(slog.New(&log)))
 	t.Cleanup(func() { locker.Close() })
-	e := election.New(locker, testenv.NewKey(t), election.WithTTL(100*time.Millisecond))
+	e := newElection(t, locker, testenv.NewKey(t), election.WithTTL(100*time.Millisecond))
 	ctx, expire := expiring()
 	defer expire()
 	done := make(chan error, 1)
@@ -168,7 +168,7 @@ func TestLeadLogsThroughTheClientsLogger(t *testing.T) {
 func TestLeadShutdownReturnsNil(t *testing.T) {
 	t.Parallel()
 	name := testenv.NewKey(t)
-	e := election.New(lockenv.Locker(t, nil), name)
+	e := newElection(t, lockenv.Locker(t, nil), name)
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
 	done := make(chan error, 1)
@@ -182,7 +182,7 @@ func TestLeadShutdownReturnsNil(t *testing.T) {
 	<-started
 
 	// A second candidate campaigns while the first leads.
-	candidate := election.New(lockenv.Locker(t, nil), name)
+	candidate := newElection(t, lockenv.Locker(t, nil), name)
 	cctx, ccancel := context.WithCancelCause(context.Background())
 	cdone := make(chan error, 1)
 	go func() {
@@ -222,7 +222,7 @@ func TestLeadShutdownReturnsNil(t *testing.T) {
 // wrapping context.DeadlineExceeded.
 func TestLeadDeadlineReturnsIt(t *testing.T) {
 	t.Parallel()
-	e := election.New(lockenv.Locker(t, nil), testenv.NewKey(t))
+	e := newElection(t, lockenv.Locker(t, nil), testenv.NewKey(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	err := election.Lead(ctx, e, "leader", func(ctx context.Context) error {
@@ -237,11 +237,10 @@ func TestLeadDeadlineReturnsIt(t *testing.T) {
 	}
 }
 
-// WithLogger(nil) is an invalid option, not a panic.
+// WithLogger(nil) is an invalid option, not a panic: New returns it.
 func TestWithLoggerNil(t *testing.T) {
 	t.Parallel()
-	e := election.New(lockenv.Locker(t, nil), testenv.NewKey(t), election.WithLogger(nil))
-	if _, err := e.Leader(t.Context()); !errors.Is(err, election.ErrInvalid) {
-		t.Errorf("Leader of an election WithLogger(nil) = %v, want ErrInvalid", err)
+	if _, err := election.New(lockenv.Locker(t, nil), testenv.NewKey(t), election.WithLogger(nil)); !errors.Is(err, election.ErrInvalid) {
+		t.Errorf("New WithLogger(nil) = %v, want ErrInvalid", err)
 	}
 }

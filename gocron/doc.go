@@ -1,12 +1,14 @@
 // Package dlockgocron runs the jobs of several gocron v2 schedulers
 // (github.com/go-co-op/gocron/v2) once across hosts, with dlock.
 //
-//	locker, err := dlockgocron.NewLocker(jobs.New(dlockClient), time.Minute)
+//	runner, err := jobs.New(dlockClient)
+//	locker, err := dlockgocron.NewLocker(runner, time.Minute)
 //	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker))
 //
 // or, to run every job on one elected scheduler:
 //
-//	elector := dlockgocron.NewElector(election.New(dlockClient, "scheduler"), hostname)
+//	seat, err := election.New(dlockClient, "scheduler")
+//	elector := dlockgocron.NewElector(seat, hostname)
 //	defer elector.Close()
 //	s, err := gocron.NewScheduler(gocron.WithDistributedElector(elector))
 //

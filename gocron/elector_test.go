@@ -64,7 +64,7 @@ func TestElectorRunsEachSlotOnce(t *testing.T) {
 	hosts := startHosts(t, name, runs, func(h *host) []gocron.SchedulerOption {
 		// A short lease: a candidate that could not listen for releases on
 		// a loaded machine polls within a lease, and the test stays short.
-		e := dlockgocron.NewElector(election.New(newLocker(t), name, election.WithTTL(time.Second)), h.name)
+		e := dlockgocron.NewElector(newElection(t, newLocker(t), name, election.WithTTL(time.Second)), h.name)
 		t.Cleanup(func() { e.Close() })
 		electors = append(electors, e)
 		h.ran = func() { h.events <- "ran" }
@@ -87,7 +87,7 @@ func TestElectorRunsEachSlotOnce(t *testing.T) {
 func TestElectorClientClosed(t *testing.T) {
 	t.Parallel()
 	locker := newLocker(t)
-	e := dlockgocron.NewElector(election.New(locker, testName(t)), "a")
+	e := dlockgocron.NewElector(newElection(t, locker, testName(t)), "a")
 	defer e.Close()
 	leader(t, []*dlockgocron.Elector{e})
 	if l := e.Leadership(); l == nil || l.Term() <= 0 {
@@ -108,7 +108,7 @@ func TestElectorClientClosed(t *testing.T) {
 
 // IsLeader answers from local state: no round trip.
 func BenchmarkIsLeader(b *testing.B) {
-	e := dlockgocron.NewElector(election.New(newLocker(b), testName(b)), "a")
+	e := dlockgocron.NewElector(newElection(b, newLocker(b), testName(b)), "a")
 	defer e.Close()
 	for e.IsLeader(context.Background()) != nil {
 		time.Sleep(time.Millisecond)

@@ -20,7 +20,12 @@ func ExampleNewLocker() {
 	client := dlock.New(rdb)
 	defer client.Close()
 
-	locker, err := dlockgocron.NewLocker(jobs.New(client), time.Hour)
+	runner, err := jobs.New(client)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	locker, err := dlockgocron.NewLocker(runner, time.Hour)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -45,7 +50,12 @@ func ExampleNewElector() {
 	client := dlock.New(rdb)
 	defer client.Close()
 
-	elector := dlockgocron.NewElector(election.New(client, "example:scheduler"), "host-1")
+	seat, err := election.New(client, "example:scheduler")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	elector := dlockgocron.NewElector(seat, "host-1")
 	defer elector.Close() // resigns: another host's scheduler takes over at once
 	s, err := gocron.NewScheduler(gocron.WithDistributedElector(elector))
 	if err != nil {

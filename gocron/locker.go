@@ -12,7 +12,8 @@ import (
 	"github.com/dlock-go/dlock/jobs"
 )
 
-// ErrInvalid means NewLocker was given something it cannot use.
+// ErrInvalid means NewLocker was given something it cannot use: a nil
+// runner, a period under a millisecond, an invalid option.
 var ErrInvalid = errors.New("dlockgocron: invalid argument")
 
 // Locker is a gocron.Locker that runs each job at most once per slot of its
@@ -25,14 +26,25 @@ type Locker struct {
 
 var _ gocron.Locker = (*Locker)(nil)
 
-// LockerOption configures a Locker.
-type LockerOption func(*Locker)
+// LockerOption configures a Locker. Pass options to NewLocker.
+type LockerOption func(*lockerConfig)
+
+type lockerConfig struct {
+	clock clockwork.Clock
+	err   error
+}
 
 // WithClock sets the clock the Locker reads the time of a run from, to
 // find its slot: give it the scheduler's clock (gocron.WithClock). The
-// default is the real clock.
+// default is the real clock; clock must not be nil.
 func WithClock(clock clockwork.Clock) LockerOption {
-	return func(l *Locker) { l.clock = clock }
+	return func(c *lockerConfig) {
+		if clock == nil {
+			c.err = fmt.Errorf("%w: WithClock(nil)", ErrInvalid)
+			return
+		}
+		c.clock = clock
+	}
 }
 
 // NewLocker returns a Locker whose runs are slots of length every: a job
@@ -40,23 +52,24 @@ func WithClock(clock clockwork.Clock) LockerOption {
 // fire into the same slot, on any scheduler, run once: records, attempts
 // and retention are those of runner (jobs.WithAttempts,
 // jobs.WithRetention). It returns an error wrapping ErrInvalid for a nil
-// runner or clock, or a period under a millisecond.
+// runner, a period under a millisecond, or an invalid option.
 func NewLocker(runner *jobs.Runner, every time.Duration, opts ...LockerOption) (*Locker, error) {
-	l := &Locker{runner: runner, every: every, clock: clockwork.NewRealClock()}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(l)
-		}
-	}
 	switch {
 	case runner == nil:
 		return nil, fmt.Errorf("%w: nil jobs.Runner", ErrInvalid)
-	case l.clock == nil:
-		return nil, fmt.Errorf("%w: nil clock", ErrInvalid)
 	case every < time.Millisecond:
 		return nil, fmt.Errorf("%w: a period of %v", ErrInvalid, every)
 	}
-	return l, nil
+	cfg := lockerConfig{clock: clockwork.NewRealClock()}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: nil LockerOption", ErrInvalid)
+		}
+		if opt(&cfg); cfg.err != nil {
+			return nil, cfg.err
+		}
+	}
+	return &Locker{runner: runner, every: every, clock: cfg.clock}, nil
 }
 
 // Lock begins the run of the job named key in the slot of the Locker's

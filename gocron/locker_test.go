@@ -48,7 +48,7 @@ func TestLockerRunsEachSlotOnce(t *testing.T) {
 	job := testName(t)
 	runs := &ledger{runs: map[time.Time][]string{}}
 	hosts := startHosts(t, job, runs, func(h *host) []gocron.SchedulerOption {
-		locker, err := dlockgocron.NewLocker(jobs.New(newLocker(t), jobs.WithHost(h.name)), every, dlockgocron.WithClock(h.clock))
+		locker, err := dlockgocron.NewLocker(newRunner(t, jobs.WithHost(h.name)), every, dlockgocron.WithClock(h.clock))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestLockerRunsEachSlotOnce(t *testing.T) {
 	const slots = 5
 	fire(t, hosts, slots, nil)
 	runs.check(t, slots)
-	records, err := jobs.New(newLocker(t)).History(t.Context(), job)
+	records, err := newRunner(t).History(t.Context(), job)
 	if err != nil || len(records) != slots {
 		t.Fatalf("History = %+v, %v", records, err)
 	}
@@ -70,11 +70,12 @@ func TestLockerRunsEachSlotOnce(t *testing.T) {
 
 func TestNewLockerInvalid(t *testing.T) {
 	t.Parallel()
-	runner := jobs.New(newLocker(t))
+	runner := newRunner(t)
 	for what, err := range map[string]error{
 		"nil runner":  second(dlockgocron.NewLocker(nil, time.Minute)),
 		"zero period": second(dlockgocron.NewLocker(runner, 0)),
 		"nil clock":   second(dlockgocron.NewLocker(runner, time.Minute, dlockgocron.WithClock(nil))),
+		"nil option":  second(dlockgocron.NewLocker(runner, time.Minute, nil)),
 	} {
 		if !errors.Is(err, dlockgocron.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", what, err)

@@ -10,6 +10,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/jobs"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -40,4 +42,26 @@ var runs atomic.Int64
 // testName returns a name unique to the test and its run.
 func testName(t testing.TB) string {
 	return fmt.Sprintf("test:%s:%d", strings.ReplaceAll(t.Name(), "/", ":"), runs.Add(1))
+}
+
+// newRunner returns a jobs Runner on a Client of its own, and fails the
+// test if jobs.New fails.
+func newRunner(t testing.TB, opts ...jobs.Option) *jobs.Runner {
+	t.Helper()
+	r, err := jobs.New(newLocker(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// newElection returns the election named name on locker, and fails the
+// test if election.New fails.
+func newElection(t testing.TB, locker *dlock.Client, name string, opts ...election.Option) *election.Election {
+	t.Helper()
+	e, err := election.New(locker, name, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -107,6 +107,11 @@
 // go-redis sends it again after a ReadTimeout (its default MaxRetries is
 // 3), as dlock's are.
 //
+// A Store runs on one Redis deployment (a server, Sentinel or a Cluster),
+// not on a Redlock quorum: the lock's acquire looks for the stored outcome
+// and its release stores it, on the server that keeps both keys
+// (dlock.WithGuard, which a Redlock Client refuses).
+//
 // # Tests
 //
 // The package's tests need redis-server (see package redistest). Its slow

@@ -1,7 +1,10 @@
 // Package jobs runs a job at most once per schedule slot across hosts: the
 // cron entry deployed on every host, of which one must do the work.
 //
-//	runner := jobs.New(locker) // one per process
+//	runner, err := jobs.New(locker) // one per process
+//	if err != nil {
+//		return err // an invalid option: jobs.ErrInvalid
+//	}
 //	slot := jobs.Slot(time.Now(), 24*time.Hour)
 //	outcome, err := runner.Run(ctx, "nightly-report", slot, report)
 //	// outcome: jobs.Ran here, or AlreadyDone, RunningElsewhere, ...

@@ -17,7 +17,11 @@ func ExampleRunner_Run() {
 	defer rdb.Close()
 	locker := dlock.New(rdb)
 	defer locker.Close()
-	runner := jobs.New(locker, jobs.WithAttempts(2)) // a failed night is retried by the next host
+	runner, err := jobs.New(locker, jobs.WithAttempts(2)) // a failed night is retried by the next host
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	slot := jobs.Slot(time.Date(2026, 11, 21, 3, 0, 4, 0, time.UTC), 24*time.Hour) // 4s late
 	report := func(context.Context) error { return nil }
@@ -57,7 +61,11 @@ func ExampleRunner_History() {
 	locker := dlock.New(rdb)
 	defer locker.Close()
 	ctx := context.Background()
-	runner := jobs.New(locker, jobs.WithHost("host-1"))
+	runner, err := jobs.New(locker, jobs.WithHost("host-1"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	slot := time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
 	runner.Run(ctx, "example:history", slot, func(context.Context) error {

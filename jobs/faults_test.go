@@ -127,7 +127,7 @@ func pausedWrite(t *testing.T, srv *redistest.Server, name string, slot time.Tim
 	}
 	locker := dlock.New(rdb)
 	t.Cleanup(func() { locker.Close() })
-	runner := jobs.New(locker, jobs.WithHost("a"), jobs.WithTTL(time.Minute)) // no renewal during the pause
+	runner := newRunner(t, locker, jobs.WithHost("a"), jobs.WithTTL(time.Minute)) // no renewal during the pause
 	type result struct {
 		outcome jobs.Outcome
 		err     error
@@ -174,7 +174,7 @@ func TestDoneRecordSentAgain(t *testing.T) {
 // run it, and that History tells one attempt of the status want.
 func checkDoneOnce(t *testing.T, srv *redistest.Server, name string, slot time.Time, ran *int, want jobs.Status) {
 	t.Helper()
-	other := jobs.New(lockenv.Locker(t, srv.Client()), jobs.WithHost("b"), jobs.WithAttempts(2))
+	other := newRunner(t, lockenv.Locker(t, srv.Client()), jobs.WithHost("b"), jobs.WithAttempts(2))
 	outcome, err := other.Run(t.Context(), name, slot, func(context.Context) error { *ran++; return nil })
 	if want == jobs.Succeeded && (outcome != jobs.AlreadyDone || err != nil) {
 		t.Errorf("another host's Run = %v, %v; want already done", outcome, err)

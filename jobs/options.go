@@ -29,23 +29,22 @@ type config struct {
 	err       error
 }
 
-func newConfig(opts []Option) config {
+func newConfig(opts []Option) (config, error) {
 	host, _ := os.Hostname()
 	c := config{ttl: DefaultTTL, retention: DefaultRetention, attempts: DefaultAttempts, host: host}
 	for _, opt := range opts {
 		if opt == nil {
-			c.err = fmt.Errorf("%w: nil Option", ErrInvalid)
-			return c
+			return c, fmt.Errorf("%w: nil Option", ErrInvalid)
 		}
 		if opt(&c); c.err != nil {
-			return c
+			return c, c.err
 		}
 	}
 	c.host = truncate(c.host, maxHostLen)
 	if c.period > 0 && !c.retained {
 		c.retention = RetentionPeriods * c.period
 	}
-	return c
+	return c, nil
 }
 
 // WithTTL sets the lease of a running job: the lock of its slot, renewed
@@ -113,8 +112,8 @@ func WithAttempts(n int) Option {
 }
 
 // WithHost sets the name of this host in the records (History), cut to
-// 100 bytes (as JSON: control characters count six). The default is
-// os.Hostname.
+// 100 bytes (as JSON: control characters count six). The default is the
+// name os.Hostname returns when New is called.
 func WithHost(host string) Option {
 	return func(c *config) { c.host = host }
 }

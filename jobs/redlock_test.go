@@ -31,7 +31,7 @@ func TestRedlockWithANodeDown(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { locker.Close() })
-		runners = append(runners, jobs.New(locker, jobs.WithHost(h)))
+		runners = append(runners, newRunner(t, locker, jobs.WithHost(h)))
 	}
 	srvs[1].Kill()
 	name, slot := testenv.NewKey(t), time.Now()

@@ -23,14 +23,20 @@ type Runner struct {
 // deployment of locker (made by dlock.New or dlock.NewRedlock).
 //
 // New does not talk to Redis. A nil locker or an invalid option is no
-// panic: every call of the Runner returns an error wrapping ErrInvalid.
-func New(locker *dlock.Client, opts ...Option) *Runner {
-	r := &Runner{locker: locker, cfg: newConfig(opts)}
-	if locker == nil && r.cfg.err == nil {
-		r.cfg.err = fmt.Errorf("%w: nil dlock.Client", ErrInvalid)
+// panic: New returns an error wrapping ErrInvalid, and no Runner.
+func New(locker *dlock.Client, opts ...Option) (*Runner, error) {
+	if locker == nil {
+		return nil, fmt.Errorf("%w: nil dlock.Client", ErrInvalid)
 	}
-	return r
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{locker: locker, cfg: cfg}, nil
 }
+
+// errNotNew is the error of every call of a Runner that New did not make.
+var errNotNew = fmt.Errorf("%w: a Runner not made by New", ErrInvalid)
 
 // Outcome is what Run did.
 type Outcome int
@@ -106,8 +112,8 @@ func (r *Runner) Run(ctx context.Context, name string, slot time.Time, fn func(c
 // check validates a job name, and the Runner.
 func (r *Runner) check(name string) error {
 	switch {
-	case r.cfg.err != nil:
-		return r.cfg.err
+	case r == nil || r.locker == nil:
+		return errNotNew
 	case name == "":
 		return fmt.Errorf("%w: empty job name", ErrInvalid)
 	case !utf8.ValidString(name):

@@ -18,7 +18,17 @@ import (
 // host returns the Runner of a simulated host, on a Client of its own.
 func host(t testing.TB, name string, opts ...jobs.Option) *jobs.Runner {
 	t.Helper()
-	return jobs.New(lockenv.Locker(t, nil), append([]jobs.Option{jobs.WithHost(name)}, opts...)...)
+	return newRunner(t, lockenv.Locker(t, nil), append([]jobs.Option{jobs.WithHost(name)}, opts...)...)
+}
+
+// newRunner returns a Runner on locker, and fails the test if New fails.
+func newRunner(t testing.TB, locker *dlock.Client, opts ...jobs.Option) *jobs.Runner {
+	t.Helper()
+	r, err := jobs.New(locker, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // Three hosts fire the job by their own clocks at the start of each of
@@ -156,7 +166,7 @@ func TestLostLease(t *testing.T) {
 	t.Parallel()
 	name, slot := testenv.NewKey(t), time.Now()
 	locker := lockenv.Locker(t, nil)
-	runner := jobs.New(locker, jobs.WithTTL(300*time.Millisecond))
+	runner := newRunner(t, locker, jobs.WithTTL(300*time.Millisecond))
 	outcome, err := runner.Run(t.Context(), name, slot, func(ctx context.Context) error {
 		if _, err := locker.ForceRelease(ctx, "dlock:job:"+name+"@"+slot.UTC().Format(time.RFC3339Nano)+"/run"); err != nil {
 			t.Error(err)
@@ -178,7 +188,7 @@ func TestHostDiesWhileRunning(t *testing.T) {
 	t.Parallel()
 	name, slot := testenv.NewKey(t), time.Now()
 	dying := lockenv.Locker(t, nil)
-	a, err := jobs.New(dying, jobs.WithHost("dying"), jobs.WithTTL(300*time.Millisecond)).Begin(t.Context(), name, slot)
+	a, err := newRunner(t, dying, jobs.WithHost("dying"), jobs.WithTTL(300*time.Millisecond)).Begin(t.Context(), name, slot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +284,7 @@ func TestPeriodSetsTheRetention(t *testing.T) {
 		{nil, jobs.DefaultRetention},
 	} {
 		name := testenv.NewKey(t)
-		runner := jobs.New(locker, c.opts...)
+		runner := newRunner(t, locker, c.opts...)
 		if _, err := runner.Run(t.Context(), name, time.Now(), func(context.Context) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
@@ -295,33 +305,45 @@ func TestInvalid(t *testing.T) {
 	t.Parallel()
 	locker := lockenv.Locker(t, nil)
 	ctx, slot := t.Context(), time.Now()
+	for what, opts := range map[string][]jobs.Option{
+		"zero ttl":       {jobs.WithTTL(0)},
+		"zero retention": {jobs.WithRetention(0)},
+		"zero period":    {jobs.WithPeriod(0)},
+		"zero attempts":  {jobs.WithAttempts(0)},
+		"nil option":     {nil},
+		"bad then valid": {jobs.WithTTL(0), jobs.WithTTL(time.Second)},
+	} {
+		if r, err := jobs.New(locker, opts...); r != nil || !errors.Is(err, jobs.ErrInvalid) {
+			t.Errorf("%s: New = %v, %v; want nil, ErrInvalid", what, r, err)
+		}
+	}
+	if r, err := jobs.New(nil); r != nil || !errors.Is(err, jobs.ErrInvalid) {
+		t.Errorf("New(nil) = %v, %v; want nil, ErrInvalid", r, err)
+	}
+
 	ok := func(context.Context) error { return nil }
+	valid := newRunner(t, locker)
 	for what, c := range map[string]struct {
 		r    *jobs.Runner
 		name string
 		slot time.Time
 		fn   func(context.Context) error
 	}{
-		"nil Client":     {jobs.New(nil), "job", slot, ok},
-		"empty name":     {jobs.New(locker), "", slot, ok},
-		"long name":      {jobs.New(locker), strings.Repeat("j", 201), slot, ok},
-		"zero slot":      {jobs.New(locker), "job", time.Time{}, ok},
-		"year 10000":     {jobs.New(locker), "job", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), ok},
-		"nil function":   {jobs.New(locker), "job", slot, nil},
-		"zero ttl":       {jobs.New(locker, jobs.WithTTL(0)), "job", slot, ok},
-		"zero retention": {jobs.New(locker, jobs.WithRetention(0)), "job", slot, ok},
-		"zero period":    {jobs.New(locker, jobs.WithPeriod(0)), "job", slot, ok},
-		"zero attempts":  {jobs.New(locker, jobs.WithAttempts(0)), "job", slot, ok},
-		"nil option":     {jobs.New(locker, nil), "job", slot, ok},
+		"not made by New": {new(jobs.Runner), "job", slot, ok},
+		"empty name":      {valid, "", slot, ok},
+		"long name":       {valid, strings.Repeat("j", 201), slot, ok},
+		"zero slot":       {valid, "job", time.Time{}, ok},
+		"year 10000":      {valid, "job", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), ok},
+		"nil function":    {valid, "job", slot, nil},
 	} {
 		if outcome, err := c.r.Run(ctx, c.name, c.slot, c.fn); outcome != 0 || !errors.Is(err, jobs.ErrInvalid) {
 			t.Errorf("%s: Run = %v, %v; want ErrInvalid", what, outcome, err)
 		}
 	}
-	if _, err := jobs.New(nil).History(ctx, "job"); !errors.Is(err, jobs.ErrInvalid) {
-		t.Errorf("History of an invalid Runner = %v, want ErrInvalid", err)
+	if _, err := new(jobs.Runner).History(ctx, "job"); !errors.Is(err, jobs.ErrInvalid) {
+		t.Errorf("History of a Runner not made by New = %v, want ErrInvalid", err)
 	}
-	a, err := jobs.New(locker).Begin(ctx, testenv.NewKey(t), slot)
+	a, err := valid.Begin(ctx, testenv.NewKey(t), slot)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,12 @@ package dlockotel
 import (
 	"context"
 	"math"
-	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
+	"github.com/dlock-go/dlock/internal/labels"
 	"github.com/dlock-go/dlock/observe"
 )
 
@@ -24,7 +24,7 @@ type instruments struct {
 	records         metric.Int64Counter
 
 	keyValue func(string) string // nil: no dlock.key
-	keys     keyValues
+	keys     *labels.Bounded     // the values of dlock.key: the first maxKeys met, and OtherKeyValue
 }
 
 // Bucket boundaries of the histograms, in seconds, as the Prometheus
@@ -47,7 +47,7 @@ func exponentialRange(lo, hi float64, n int) []float64 {
 }
 
 func (m *instruments) init(meter metric.Meter, keyValue func(string) string, maxKeys int) error {
-	m.keyValue, m.keys = keyValue, keyValues{max: maxKeys, admitted: map[string]struct{}{}}
+	m.keyValue, m.keys = keyValue, labels.NewBounded(maxKeys, OtherKeyValue)
 	var err, e error
 	m.obtain, e = meter.Float64Histogram("dlock.obtain.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long obtaining a lock took, waiting included, by result."),
@@ -137,38 +137,7 @@ func (m *instruments) attrs(e observe.Event, extra ...attribute.KeyValue) metric
 	kvs = append(kvs, attribute.String("dlock.kind", e.Kind))
 	kvs = append(kvs, extra...)
 	if m.keyValue != nil {
-		kvs = append(kvs, attribute.String("dlock.key", m.keys.admit(m.keyValue(e.Key))))
+		kvs = append(kvs, attribute.String("dlock.key", m.keys.Label(m.keyValue(e.Key))))
 	}
 	return metric.WithAttributes(kvs...)
-}
-
-// keyValues bounds the values of dlock.key: the first max met are
-// admitted, and stay; any other counts as OtherKeyValue, so an up-down
-// counter goes down under the value it went up under.
-type keyValues struct {
-	max      int
-	mu       sync.RWMutex
-	admitted map[string]struct{}
-}
-
-func (k *keyValues) admit(v string) string {
-	k.mu.RLock()
-	_, ok := k.admitted[v]
-	full := len(k.admitted) >= k.max
-	k.mu.RUnlock()
-	switch {
-	case ok:
-		return v
-	case full:
-		return OtherKeyValue
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if _, ok := k.admitted[v]; !ok {
-		if len(k.admitted) >= k.max {
-			return OtherKeyValue
-		}
-		k.admitted[v] = struct{}{}
-	}
-	return v
 }

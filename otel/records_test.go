@@ -54,7 +54,10 @@ func TestRecordsAndKeptLocks(t *testing.T) {
 	ctx := context.Background()
 	const keep = 300 * time.Millisecond
 
-	runner := jobs.New(locker, jobs.WithRetention(keep), jobs.WithTTL(time.Second))
+	runner, err := jobs.New(locker, jobs.WithRetention(keep), jobs.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
 	slot := time.Now().Truncate(time.Minute)
 	if out, err := runner.Run(ctx, "report", slot, func(context.Context) error { return nil }); out != jobs.Ran || err != nil {
 		t.Fatalf("run: %v, %v", out, err)
@@ -73,7 +76,10 @@ func TestRecordsAndKeptLocks(t *testing.T) {
 	if err := locker.Do(ctx, "cron", time.Second, func(context.Context) error { return nil }, dlock.WithMinHold(keep)); err != nil {
 		t.Fatal(err)
 	}
-	seat := election.New(locker, "leader", election.WithTTL(keep))
+	seat, err := election.New(locker, "leader", election.WithTTL(keep))
+	if err != nil {
+		t.Fatal(err)
+	}
 	watch, stop := context.WithCancel(ctx)
 	leaders := seat.Observe(watch)
 	next(t, leaders) // the empty seat; the observer takes the vacancy note

@@ -165,7 +165,10 @@ func quietWork(t *testing.T, locker *dlock.Client) {
 	ctx := context.Background()
 	const keep = 300 * time.Millisecond
 
-	runner := jobs.New(locker, jobs.WithRetention(keep), jobs.WithTTL(time.Second))
+	runner, err := jobs.New(locker, jobs.WithRetention(keep), jobs.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
 	slot := time.Now().Truncate(time.Minute)
 	for i := range 3 {
 		if out, err := runner.Run(ctx, "report", slot.Add(time.Duration(i)*time.Minute), func(context.Context) error { return nil }); out != jobs.Ran || err != nil {
@@ -188,7 +191,10 @@ func quietWork(t *testing.T, locker *dlock.Client) {
 		t.Fatal(err)
 	}
 
-	seat := election.New(locker, "leader", election.WithTTL(keep))
+	seat, err := election.New(locker, "leader", election.WithTTL(keep))
+	if err != nil {
+		t.Fatal(err)
+	}
 	watch, stop := context.WithCancel(ctx)
 	leaders := seat.Observe(watch)
 	if l := next(t, leaders); l.Term != 0 {

@@ -2,10 +2,10 @@ package dlockprom
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dlock-go/dlock/internal/labels"
 	"github.com/dlock-go/dlock/observe"
 )
 
@@ -91,7 +91,7 @@ type Collector struct {
 	all             []prometheus.Collector
 
 	keyLabel func(string) string // nil: no key label
-	keys     keyLabels
+	keys     *labels.Bounded     // the values of the key label: the first maxKeyLabels met, and OtherKeyLabel
 }
 
 // New returns a Collector. It returns an error for an invalid option.
@@ -105,40 +105,40 @@ func New(opts ...Option) (*Collector, error) {
 			return nil, cfg.err
 		}
 	}
-	labels := func(names ...string) []string {
+	labelNames := func(names ...string) []string {
 		names = append([]string{"kind"}, names...)
 		if cfg.keyLabel != nil {
 			names = append(names, "key")
 		}
 		return names
 	}
-	c := &Collector{keyLabel: cfg.keyLabel, keys: keyLabels{max: cfg.maxKeyLabels, admitted: map[string]struct{}{}}}
+	c := &Collector{keyLabel: cfg.keyLabel, keys: labels.NewBounded(cfg.maxKeyLabels, OtherKeyLabel)}
 	c.obtain = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "dlock_obtain_duration_seconds", Help: "How long obtaining a lock took, waiting included, by result.",
 		Buckets: cfg.obtainBuckets,
-	}, labels("result"))
+	}, labelNames("result"))
 	c.hold = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "dlock_hold_duration_seconds", Help: "How long a lock was held, from its obtain to its release or loss.",
 		Buckets: cfg.holdBuckets,
-	}, labels())
+	}, labelNames())
 	c.held = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dlock_locks_held", Help: "Locks obtained and not yet released or lost.",
-	}, labels())
+	}, labelNames())
 	c.waiters = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dlock_waiters", Help: "Obtains waiting for a lock that another holder has.",
-	}, labels())
+	}, labelNames())
 	c.lost = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dlock_lost_total", Help: "Locks lost while held, by reason: not_held (found gone or taken), expired (no refresh in time), closed (client closed).",
-	}, labels("reason"))
+	}, labelNames("reason"))
 	c.refreshFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dlock_refresh_failures_total", Help: "Refreshes of a lock that failed or found it gone, manual and automatic.",
-	}, labels())
+	}, labelNames())
 	c.nodeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dlock_node_errors_total", Help: "Operations on a Redis node that failed, by node and operation.",
 	}, []string{"node", "op"})
 	c.records = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dlock_records_total", Help: "Obtains of records (dlock.AsRecord), kept apart from locks, by result: obtained (written), held (one was there), timeout, canceled, error.",
-	}, labels("result"))
+	}, labelNames("result"))
 	c.all = []prometheus.Collector{c.obtain, c.hold, c.held, c.waiters, c.lost, c.refreshFailures, c.nodeErrors, c.records}
 	if cfg.keyLabel == nil {
 		// Series that alerts use exist from the start, at 0, so that
@@ -220,39 +220,7 @@ func (c *Collector) values(e observe.Event, extra ...string) []string {
 	values = append(values, e.Kind)
 	values = append(values, extra...)
 	if c.keyLabel != nil {
-		values = append(values, c.keys.admit(c.keyLabel(e.Key)))
+		values = append(values, c.keys.Label(c.keyLabel(e.Key)))
 	}
 	return values
-}
-
-// keyLabels bounds the values of the key label: the first max values met
-// are admitted, and stay; any other counts as OtherKeyLabel. A value is
-// thus always counted under the same label, so gauges go down where they
-// went up.
-type keyLabels struct {
-	max      int
-	mu       sync.RWMutex
-	admitted map[string]struct{}
-}
-
-func (k *keyLabels) admit(v string) string {
-	k.mu.RLock()
-	_, ok := k.admitted[v]
-	full := len(k.admitted) >= k.max
-	k.mu.RUnlock()
-	switch {
-	case ok:
-		return v
-	case full:
-		return OtherKeyLabel
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if _, ok := k.admitted[v]; !ok {
-		if len(k.admitted) >= k.max {
-			return OtherKeyLabel
-		}
-		k.admitted[v] = struct{}{}
-	}
-	return v
 }

@@ -4,9 +4,13 @@
 // and an observe.Observer, which it installs on its dlock Clients with
 // dlock.WithObserver:
 //
-//	metrics := dlockprom.New()
+//	metrics, err := dlockprom.New()
+//	if err != nil {
+//		log.Fatal(err)
+//	}
 //	prometheus.MustRegister(metrics)
 //	locker := dlock.New(rdb, dlock.WithObserver(metrics))
+//	defer locker.Close()
 //
 // The metrics, each but dlock_node_errors_total with the label kind, the
 // kind of hold: "lock" (Client.Obtain), "semaphore" (a Semaphore's

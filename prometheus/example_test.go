@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,4 +66,17 @@ func Example() {
 	}
 	// Output:
 	// dlock_locks_held{key="invoice",kind="lock"} 1
+}
+
+// Observe a Client's locks with a Collector registered with Prometheus's
+// default registry. (The package's doc shows these lines.)
+func ExampleNew() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	metrics, err := dlockprom.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	prometheus.MustRegister(metrics)
+	locker := dlock.New(rdb, dlock.WithObserver(metrics))
+	defer locker.Close()
 }

@@ -94,6 +94,7 @@ func TestBadNew(t *testing.T) {
 		{"prefix with a closing brace", []stock.Option{stock.WithPrefix("shop}")}, stock.ErrInvalidOption},
 		{"retention zero", []stock.Option{stock.WithRetention(0)}, stock.ErrInvalidOption},
 		{"retention past max", []stock.Option{stock.WithRetention(stock.MaxDuration + 1)}, stock.ErrInvalidOption},
+		{"bad, then valid", []stock.Option{stock.WithRetention(0), stock.WithRetention(time.Hour)}, stock.ErrInvalidOption},
 	}
 	for _, tt := range tests {
 		if inv, err := stock.New(testenv.Client(t), tt.opts...); !errors.Is(err, tt.want) || inv != nil {
@@ -102,6 +103,9 @@ func TestBadNew(t *testing.T) {
 	}
 	if inv, err := stock.New(nil); !errors.Is(err, stock.ErrNilClient) || inv != nil {
 		t.Errorf("New(nil) = %v, %v; want nil, ErrNilClient", inv, err)
+	}
+	if inv, err := stock.New((*redis.Client)(nil)); !errors.Is(err, stock.ErrNilClient) || inv != nil {
+		t.Errorf("New of a nil *redis.Client = %v, %v; want nil, ErrNilClient", inv, err)
 	}
 }
 

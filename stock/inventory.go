@@ -2,7 +2,6 @@ package stock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/dlock-go/dlock/internal/batch"
 	"github.com/dlock-go/dlock/internal/owner"
+	"github.com/dlock-go/dlock/internal/redisclient"
 )
 
 // Inventory counts the units of any number of skus in Redis, and the
@@ -41,19 +41,11 @@ type Levels struct {
 // know how long go-redis may go on sending a call again: see "Calls sent
 // twice" in the package doc.
 func New(rdb redis.UniversalClient, opts ...Option) (*Inventory, error) {
-	o := options{prefix: DefaultPrefix, retention: DefaultRetention}
-	var errs []error
-	if rdb == nil {
-		errs = append(errs, ErrNilClient)
+	if redisclient.IsNil(rdb) {
+		return nil, ErrNilClient
 	}
-	for _, opt := range opts {
-		if opt == nil {
-			errs = append(errs, fmt.Errorf("%w: nil Option", ErrInvalidOption))
-		} else if err := opt(&o); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	o, err := newConfig(opts)
+	if err != nil {
 		return nil, err
 	}
 	inv := &Inventory{

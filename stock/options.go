@@ -20,12 +20,26 @@ const (
 	MaxDuration = 10 * 365 * 24 * time.Hour
 )
 
-// An Option configures an Inventory in New.
-type Option func(*options) error
+// Option configures an Inventory. Pass options to New.
+type Option func(*config)
 
-type options struct {
+type config struct {
 	prefix    string
 	retention time.Duration
+	err       error
+}
+
+func newConfig(opts []Option) (config, error) {
+	c := config{prefix: DefaultPrefix, retention: DefaultRetention}
+	for _, opt := range opts {
+		if opt == nil {
+			return c, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
+		if opt(&c); c.err != nil {
+			return c, c.err
+		}
+	}
+	return c, nil
 }
 
 // WithPrefix sets what the name of every key of the stock starts with, so
@@ -33,14 +47,14 @@ type options struct {
 // prefixes never share a key (see "Keys and Redis Cluster" in the package
 // doc). It must not contain '{' or '}': the first '{' of a key ends its
 // prefix, and starts the hash tag that places it on a Cluster. New returns
-// ErrInvalidOption for a prefix with a brace. Default DefaultPrefix.
+// ErrInvalidOption for a prefix with a brace. The default is DefaultPrefix.
 func WithPrefix(prefix string) Option {
-	return func(o *options) error {
+	return func(c *config) {
 		if strings.ContainsAny(prefix, "{}") {
-			return fmt.Errorf("%w: prefix %q contains a brace", ErrInvalidOption, prefix)
+			c.err = fmt.Errorf("%w: WithPrefix(%q): the prefix contains a brace", ErrInvalidOption, prefix)
+			return
 		}
-		o.prefix = prefix
-		return nil
+		c.prefix = prefix
 	}
 }
 
@@ -48,15 +62,15 @@ func WithPrefix(prefix string) Option {
 // cancelled, expired) is remembered after it happened, so that a retried
 // Commit or Cancel gets the answer the first one got. Past it, the order is
 // forgotten: a Commit or Cancel then gets ErrNoReservation, and a Reserve
-// holds units anew. Between a millisecond and MaxDuration; default
-// DefaultRetention. Each remembered order takes about a hundred bytes of
-// Redis memory per sku.
+// holds units anew. Each remembered order takes about a hundred bytes of
+// Redis memory per sku. The default is DefaultRetention; d must be between
+// a millisecond and MaxDuration.
 func WithRetention(d time.Duration) Option {
-	return func(o *options) error {
+	return func(c *config) {
 		if d < time.Millisecond || d > MaxDuration {
-			return fmt.Errorf("%w: retention %v, want 1ms to %v", ErrInvalidOption, d, MaxDuration)
+			c.err = fmt.Errorf("%w: WithRetention(%v): want 1ms to %v", ErrInvalidOption, d, MaxDuration)
+			return
 		}
-		o.retention = d
-		return nil
+		c.retention = d
 	}
 }

@@ -31,7 +31,7 @@ const (
 )
 
 // exitStatuses is the one table of dlock's exit statuses, for every verb:
-// dlock --help shows it, and so does the README's section on the command
+// dlock --help shows it, and so does the command's page, docs/cli.md
 // (TestExitStatusTable keeps the two alike). Each verb's help says which
 // apply to it.
 var exitStatuses = []struct{ code, meaning string }{

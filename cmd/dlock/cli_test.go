@@ -31,6 +31,7 @@ func TestUsage(t *testing.T) {
 		{name: "help demo", args: []string{"help", "demo"}, code: exitOK, stdout: "Usage: dlock demo", emptyOther: true},
 		{name: "version", args: []string{"--version"}, code: exitOK, stdout: "dlock ", emptyOther: true},
 		{name: "demo help", args: []string{"demo", "--help"}, code: exitOK, stdout: "-redis URL", emptyOther: true},
+		{name: "demo help duration", args: []string{"demo", "--help"}, code: exitOK, stdout: "It takes about 15 seconds", emptyOther: true},
 		{name: "demo help redlock", args: []string{"demo", "--help"}, code: exitOK, stdout: "always runs on five embedded nodes", emptyOther: true},
 		{name: "status help quorum", args: []string{"status", "--help"}, code: exitOK, stdout: "given 3 or 5 times, the independent servers of a Redlock quorum", emptyOther: true},
 		{name: "demo unknown flag", args: []string{"demo", "--frob"}, code: exitUsage, stderr: "flag provided but not defined: -frob"},
@@ -139,11 +140,11 @@ func TestPasswordNotPrinted(t *testing.T) {
 	}
 }
 
-// TestExitStatusTable checks that dlock --help and the README's section on
-// the command show the one table of exit statuses, and that it names every
+// TestExitStatusTable checks that dlock --help and the command's page,
+// docs/cli.md, show the one table of exit statuses, and that it names every
 // status dlock has.
 func TestExitStatusTable(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +153,8 @@ func TestExitStatusTable(t *testing.T) {
 	for _, e := range exitStatuses {
 		fmt.Fprintf(&md, "| %s | %s |\n", e.code, e.meaning)
 	}
-	if !strings.Contains(string(readme), md.String()) {
-		t.Errorf("README.md does not have the table of exit statuses that dlock --help shows; put it there:\n%s", md.String())
+	if !strings.Contains(string(page), md.String()) {
+		t.Errorf("docs/cli.md does not have the table of exit statuses that dlock --help shows; put it there:\n%s", md.String())
 	}
 
 	_, help, _ := runCLI(t, "--help")

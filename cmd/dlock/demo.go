@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/demo"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,6 +31,10 @@ for service instances, and checks the invariant of each:
                       dying, renewed on the three left; when a third dies, its holder
                       is told it is lost, and nobody else can take it
 
+It takes about 15 seconds: the cases run one after the other, and the
+table shows each one's row as it ends, with the package of dlock that the
+case uses (dlock itself, idempotency, jobs, stock, cachefill, election).
+
 It uses an embedded in-process Redis unless --redis names a server. The
 redlock case always runs on five embedded nodes of its own, since it kills
 three of them; with --redis, only the other cases use that server. Keys
@@ -57,7 +57,7 @@ func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 	srv := redisServer{shown: embeddedName, from: "--redis"}
 	if *redisURL == "" {
-		local, err := startEmbedded()
+		local, err := demo.StartEmbedded()
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return exitFail
@@ -79,48 +79,8 @@ func runDemo(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	defer rdb.Close()
 
 	fmt.Fprintf(stdout, "dlock demo on %s\n", srv.shown)
-	locker := dlock.New(rdb)
-	defer locker.Close()
-	d := &demo{rdb: rdb, locker: locker, prefix: fmt.Sprintf("dlock-demo:%08x:", rand.Uint32())}
-	return d.runAll(ctx, demoCases(), stdout, stderr)
-}
-
-// runAll runs the cases, prints the table of what happened, and returns the
-// exit status: exitFail if an invariant broke or a case could not run.
-func (d *demo) runAll(ctx context.Context, cases []demoCase, stdout, stderr io.Writer) int {
-	start := time.Now()
-	var table bytes.Buffer
-	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tWHAT HAPPENED\tINVARIANT")
-	var broken []string
-	var errs []error
-	for _, c := range cases {
-		r := c.run(ctx, d)
-		lines := strings.Split(r.happened, "\n")
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.name, lines[0], r.invariant)
-		for _, line := range lines[1:] {
-			fmt.Fprintf(tw, "\t%s\t\n", line)
-		}
-		name := strings.TrimSpace(c.name)
-		if r.err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, r.err))
-		}
-		if !r.ok || r.err != nil {
-			broken = append(broken, name)
-		}
+	if !demo.Run(ctx, rdb, stdout, stderr) {
+		return exitFail
 	}
-	tw.Flush()
-	for line := range strings.Lines(table.String()) {
-		fmt.Fprintln(stdout, strings.TrimRight(line, " \n")) // the padding of an empty last cell
-	}
-	elapsed := time.Since(start).Round(time.Millisecond)
-	if len(broken) == 0 {
-		fmt.Fprintf(stdout, "all invariants hold (%v)\n", elapsed)
-		return exitOK
-	}
-	for _, err := range errs {
-		fmt.Fprintf(stderr, "dlock demo: %v\n", err)
-	}
-	fmt.Fprintf(stderr, "dlock demo: broken or failed: %s (%v)\n", strings.Join(broken, ", "), elapsed)
-	return exitFail
+	return exitOK
 }

@@ -153,7 +153,11 @@ func (e *elector) elect(ctx context.Context) int {
 		return code
 	}
 	defer disconnect()
-	seat := election.New(locker, e.key, election.WithTTL(e.ttl))
+	seat, err := election.New(locker, e.key, election.WithTTL(e.ttl))
+	if err != nil { // an empty key or a ttl the flags let through
+		fmt.Fprintln(e.stderr, err)
+		return exitUsage
+	}
 	for {
 		l, code := e.campaign(ctx, seat, sigs)
 		if l == nil {
@@ -245,4 +249,16 @@ func (e *elector) resign(ctx context.Context, l *election.Leadership) {
 		return
 	}
 	e.logf("resigned %s", e.leaseName())
+}
+
+// sleep waits for d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }

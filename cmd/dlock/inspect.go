@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/top"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -78,7 +79,7 @@ func heldBy(info dlock.LockInfo, now time.Time) string {
 	case info.Holders != nil && (len(info.Holders) != 1 || info.Holders[0].Mode != "write"):
 		fmt.Fprintf(&b, "%d readers", len(info.Holders))
 	default:
-		b.WriteString(holderName(info.HolderName, info.Fingerprint))
+		b.WriteString(top.HolderName(info.HolderName, info.Fingerprint))
 	}
 	if !info.Since.IsZero() {
 		fmt.Fprintf(&b, " for %s", now.Sub(info.Since).Round(time.Second))
@@ -92,15 +93,6 @@ func heldBy(info dlock.LockInfo, now time.Time) string {
 	return b.String()
 }
 
-// holderName names a holder: by its name if it has one, else by its
-// fingerprint.
-func holderName(name, fingerprint string) string {
-	if name == "" {
-		return fingerprint
-	}
-	return name + " [" + fingerprint + "]"
-}
-
 // showHolder says who holds a lock: its holder's fingerprint, or how many
 // hold a semaphore or an RW lock.
 func showHolder(info dlock.LockInfo) string {
@@ -111,7 +103,7 @@ func showHolder(info dlock.LockInfo) string {
 	case info.Kind == "semaphore":
 		return fmt.Sprintf("%d of %d permits", len(info.Holders), info.Limit)
 	case len(info.Holders) == 1 && info.Holders[0].Mode == "write":
-		return "writer " + holderName(info.Holders[0].HolderName, info.Holders[0].Fingerprint)
+		return "writer " + top.HolderName(info.Holders[0].HolderName, info.Holders[0].Fingerprint)
 	}
 	return fmt.Sprintf("%d readers", len(info.Holders))
 }
@@ -181,7 +173,7 @@ func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
 		fmt.Fprintf(tw, "holder name:\t%s\n", info.HolderName)
 	}
 	for _, h := range info.Holders {
-		fmt.Fprintf(tw, "  %s:\t%s, ttl %s, fence %s\n", h.Mode, holderName(h.HolderName, h.Fingerprint), showTTL(h.TTL), showFence(h.Fence))
+		fmt.Fprintf(tw, "  %s:\t%s, ttl %s, fence %s\n", h.Mode, top.HolderName(h.HolderName, h.Fingerprint), showTTL(h.TTL), showFence(h.Fence))
 	}
 	if info.Waiters > 0 { // a lock nobody waits for has none to show
 		fmt.Fprintf(tw, "waiters:\t%d\n", info.Waiters)
@@ -238,7 +230,7 @@ func printLocks(w io.Writer, locks []dlock.LockInfo) error {
 	for _, info := range locks {
 		holder := showHolder(info)
 		if info.Holders == nil {
-			holder = holderName(info.HolderName, info.Fingerprint)
+			holder = top.HolderName(info.HolderName, info.Fingerprint)
 		}
 		what := "-"
 		if role := roleOf(info.Key); role.what != "" {
@@ -300,12 +292,12 @@ func forceRelease(ctx context.Context, w io.Writer, locker *dlock.Client, key st
 		_, err = fmt.Fprintf(w, "%q was not held: nothing to release\n", key)
 	case !released:
 		_, err = fmt.Fprintf(w, "%q was held by %s, who let it go (or lost it) before it could be deleted; nothing deleted\n",
-			key, holderName(info.HolderName, info.Fingerprint))
+			key, top.HolderName(info.HolderName, info.Fingerprint))
 	case role.record:
 		_, err = fmt.Fprintf(w, "deleted %q, %s: %s\n", key, role.what, role.undo)
 	default:
 		_, err = fmt.Fprintf(w, "released %q, held by %s; its holder, if still running, is no longer protected\n",
-			key, holderName(info.HolderName, info.Fingerprint))
+			key, top.HolderName(info.HolderName, info.Fingerprint))
 	}
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/top"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -128,7 +129,7 @@ func TestList(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, `"job:a"`) || !strings.Contains(out, `"job:b"`) || strings.Contains(out, "other") {
 		t.Errorf("list --match job:* = %d, %q, %q", code, out, errOut)
 	}
-	if !strings.Contains(out, "HOLDER") || !strings.Contains(out, holderName(dlock.DefaultHolderName(), lock.Fingerprint())) || strings.Contains(out, lock.Token()[:6]) {
+	if !strings.Contains(out, "HOLDER") || !strings.Contains(out, top.HolderName(dlock.DefaultHolderName(), lock.Fingerprint())) || strings.Contains(out, lock.Token()[:6]) {
 		t.Errorf("list = %q; want job:a's holder %s, and no part of its token", out, lock.Fingerprint())
 	}
 	code, out, _ = runCLI(t, "list", "--redis", srv.URL(), "--json")

@@ -94,7 +94,11 @@ failed.`)
 	}
 	invalid := false
 	code = f.do(ctx, stderr, false, func(ctx context.Context, t target) error {
-		records, err := jobs.New(t.locker).History(ctx, name)
+		runner, err := jobs.New(t.locker)
+		if err != nil {
+			return err
+		}
+		records, err := runner.History(ctx, name)
 		if err != nil {
 			invalid = errors.Is(err, jobs.ErrInvalid)
 			return err

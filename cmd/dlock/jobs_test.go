@@ -49,7 +49,10 @@ func TestJobsHistory(t *testing.T) {
 	// Three hourly slots, run by package jobs on another host.
 	locker := dlock.New(srv.Client())
 	t.Cleanup(func() { locker.Close() })
-	runner := jobs.New(locker, jobs.WithHost("host b"))
+	runner, err := jobs.New(locker, jobs.WithHost("host b"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
 	for i := range 3 {
 		if _, err := runner.Run(t.Context(), "hourly", start.Add(time.Duration(i)*time.Hour), func(context.Context) error { return nil }); err != nil {

@@ -54,12 +54,20 @@ func runLeader(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	if *watch {
 		return f.connect(ctx, stderr, func(locker *dlock.Client) error {
-			return watchLeader(ctx, stdout, election.New(locker, *key), f.asJSON)
+			e, err := election.New(locker, *key)
+			if err != nil {
+				return err
+			}
+			return watchLeader(ctx, stdout, e, f.asJSON)
 		})
 	}
 	found := true
 	code := f.do(ctx, stderr, false, func(ctx context.Context, t target) error {
-		l, err := election.New(t.locker, *key).Leader(ctx)
+		e, err := election.New(t.locker, *key)
+		if err != nil {
+			return err
+		}
+		l, err := e.Leader(ctx)
 		if errors.Is(err, election.ErrNoLeader) {
 			found = false
 			err = nil

@@ -26,7 +26,11 @@ func candidate(t *testing.T, srv *redistest.Server, name string) *election.Elect
 	t.Helper()
 	locker := dlock.New(srv.Client())
 	t.Cleanup(func() { locker.Close() })
-	return election.New(locker, name)
+	e, err := election.New(locker, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // campaign makes e's caller lead with value, and resigns when the test ends.

@@ -37,7 +37,7 @@
 //
 // Run "dlock <command> --help" for a command's flags and exit statuses.
 // dlock --help shows the table of exit statuses of every verb, and so does
-// the README: 0 done, 1 a check or the demo failed, 3 nothing there (a free
+// docs/cli.md: 0 done, 1 a check or the demo failed, 3 nothing there (a free
 // lock for status, no leader for leader), 64 a usage error (EX_USAGE), 69
 // Redis unavailable (EX_UNAVAILABLE), 75 the lock taken by another holder
 // (EX_TEMPFAIL), 76 the lock lost before the command ended, 79 the --once-per
@@ -47,8 +47,13 @@
 // The command line is parsed with the standard library's flag package, one
 // FlagSet per command: a handful of verbs with a few flags each need no
 // more, the binary stays small and starts in a few milliseconds (see
-// docs/benchmarks.md), and the core module gains no dependency. cobra would
-// bring shell completion and nested help, which dlock does not need yet.
+// docs/benchmarks.md), and the command's module gains no dependency. cobra
+// would bring shell completion and nested help, which dlock does not need
+// yet.
+//
+// The command is a module of its own (cmd/dlock/go.mod), so that the
+// library's users do not download its dependencies: the embedded Redis of
+// the demo (internal/demo) and the terminal of dlock top (internal/top).
 package main
 
 import (

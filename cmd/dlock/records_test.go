@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/top"
 	"github.com/dlock-go/dlock/election"
 	"github.com/dlock-go/dlock/jobs"
 	"github.com/dlock-go/dlock/redistest"
@@ -24,7 +25,11 @@ func packageRecords(t *testing.T, srv *redistest.Server) (done, attempt, vacancy
 	locker := dlock.New(srv.Client())
 	t.Cleanup(func() { locker.Close() })
 	slot := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
-	a, err := jobs.New(locker).Begin(ctx, "nightly", slot)
+	runner, err := jobs.New(locker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := runner.Begin(ctx, "nightly", slot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +39,11 @@ func packageRecords(t *testing.T, srv *redistest.Server) (done, attempt, vacancy
 	done, attempt = "dlock:job:nightly@2026-11-26T00:00:00Z/done", "dlock:job:nightly@2026-11-26T00:00:00Z/attempt/1"
 
 	watchCtx, stop := context.WithCancel(ctx)
-	watching := election.New(locker, "scheduler").Observe(watchCtx)
+	seat, err := election.New(locker, "scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watching := seat.Observe(watchCtx)
 	t.Cleanup(func() {
 		stop()
 		for range watching { // until Observe has let go of the vacancy
@@ -104,7 +113,7 @@ func TestReleaseRefusesRecords(t *testing.T) {
 	}
 
 	code, stdout, stderr := runCLI(t, "release", "--force", "--redis", srv.URL(), "plain")
-	if want := "released \"plain\", held by " + holderName(dlock.DefaultHolderName(), lock.Fingerprint()); code != 0 || !strings.HasPrefix(stdout, want) {
+	if want := "released \"plain\", held by " + top.HolderName(dlock.DefaultHolderName(), lock.Fingerprint()); code != 0 || !strings.HasPrefix(stdout, want) {
 		t.Errorf("release --force plain = %d, %q, %q; want 0 and %q", code, stdout, stderr, want)
 	}
 	if exists("plain") {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/top"
 )
 
 // waitRedraw is how often the line that shows a wait on a terminal is
@@ -201,7 +202,7 @@ func whoHolds(info dlock.LockInfo) string {
 	if info.HolderName == "" {
 		return "another holder [" + info.Fingerprint + "]"
 	}
-	return holderName(info.HolderName, info.Fingerprint)
+	return top.HolderName(info.HolderName, info.Fingerprint)
 }
 
 // waitLine is the line showWait draws: who holds the lock ("" for another

@@ -26,7 +26,11 @@ func onceRetention(period time.Duration) time.Duration {
 // its end. before is cancelled by the first signal until interrupted is
 // called, which returns that signal.
 func (r *runner) runOnce(ctx, before context.Context, interrupted func() os.Signal, locker *dlock.Client, sigs <-chan os.Signal) int {
-	runner := jobs.New(locker, jobs.WithTTL(r.ttl), jobs.WithRetention(onceRetention(r.oncePer)))
+	runner, err := jobs.New(locker, jobs.WithTTL(r.ttl), jobs.WithRetention(onceRetention(r.oncePer)))
+	if err != nil { // a ttl or retention the flags let through
+		r.errorf("%s", errText(err))
+		return exitUsage
+	}
 	slot := jobs.Slot(time.Now(), r.oncePer) // the period fired in; a positive period (checked with the flags)
 	slotText := slot.Format(time.RFC3339)
 	beginCtx, cancel := context.WithTimeout(before, redisTimeout)

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -21,7 +21,7 @@ const (
 	exportTTL       = 10 * time.Second
 )
 
-func limitedExports(ctx context.Context, d *demo) result {
+func limitedExports(ctx context.Context, d *env) result {
 	sem := d.locker.Semaphore(d.key("exports"), exportLimit)
 	var running, most, done atomic.Int64
 	errs := make(chan error, exportInstances)
@@ -66,7 +66,7 @@ const (
 	docPause   = 5 * time.Millisecond // the writer's pause between the two fields
 )
 
-func readersAndWriter(ctx context.Context, d *demo) result {
+func readersAndWriter(ctx context.Context, d *env) result {
 	rw := d.locker.RWMutex(d.key("doc:lock"))
 	doc := d.key("doc")
 	defer d.cleanup(ctx, doc)

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package top
 
 // A keyReader reads the keys typed on a terminal; there is none on systems
 // other than Unix, where dlock top cannot interrupt a read of the terminal

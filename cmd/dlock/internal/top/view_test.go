@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"errors"
@@ -83,7 +83,7 @@ func TestSortRows(t *testing.T) {
 		{"hk", "abcd", "key"},
 		{"x", "abcd", "key"}, // sorts nothing
 	} {
-		s, _ := sortByName("key")
+		s, _ := ParseSort("key")
 		for _, k := range []byte(tc.keys) {
 			s, _ = s.pressed(k)
 		}
@@ -101,12 +101,12 @@ func TestSortRows(t *testing.T) {
 
 func TestSortByName(t *testing.T) {
 	for _, name := range []string{"key", "ttl", "waiters", "acq/s", "held", "t"} {
-		if _, ok := sortByName(name); !ok {
+		if _, ok := ParseSort(name); !ok {
 			t.Errorf("--sort %s refused", name)
 		}
 	}
 	for _, name := range []string{"", "TTL", "fence", "q"} {
-		if _, ok := sortByName(name); ok {
+		if _, ok := ParseSort(name); ok {
 			t.Errorf("--sort %q accepted", name)
 		}
 	}
@@ -160,9 +160,9 @@ func TestScreenLines(t *testing.T) {
 	for _, key := range []string{"a", "b", "c", "d", "e"} {
 		rows = append(rows, topRow{key: key, holder: "0a1b2c3d", ttl: time.Minute, value: strings.Repeat("v", 200)})
 	}
-	s, _ := sortByName("ttl")
+	s, _ := ParseSort("ttl")
 	st := topState{at: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), rows: rows, sort: s}
-	cfg := topConfig{pattern: "job:*", interval: time.Second}
+	cfg := Config{Pattern: "job:*", Interval: time.Second}
 	for _, tc := range []struct {
 		limit, height int
 		wantRows      string
@@ -173,7 +173,7 @@ func TestScreenLines(t *testing.T) {
 		{0, 7, "ab", "... and 3 more"}, // 3 lines, a header, 2 rows, 1 to say so
 		{0, 3, "", ""},                 // no room for the table
 	} {
-		cfg.limit = tc.limit
+		cfg.Limit = tc.limit
 		lines := screenLines(st, cfg, 100, tc.height)
 		if len(lines) > tc.height || !strings.HasPrefix(lines[0], `dlock top: 5 locks matching "job:*" at 12:00:00, every 1s; sort: ttl`) {
 			t.Errorf("limit %d, height %d: %d lines, first %q", tc.limit, tc.height, len(lines), lines[0])
@@ -199,12 +199,12 @@ func TestScreenLines(t *testing.T) {
 }
 
 func TestPlainBlock(t *testing.T) {
-	s, _ := sortByName("key")
+	s, _ := ParseSort("key")
 	st := topState{at: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), sort: s, rows: []topRow{
 		{key: "a", holder: "0a1b2c3d", ttl: time.Minute, fence: 7, waiters: 1},
 		{key: "b", holder: "4e5f6a7b", ttl: -1},
 	}}
-	cfg := topConfig{pattern: "*", limit: 1}
+	cfg := Config{Pattern: "*", Limit: 1}
 	want := "# 2026-11-23T12:00:00Z: 1 of 2 locks matching \"*\", sorted by key\n" +
 		"KEY\tHOLDER\tHELD FOR\tTTL\tFENCE\tWAITERS\tACQ/S\tVALUE\n" +
 		"a\t0a1b2c3d\t0s\t1m00s\t7\t1\t0\t\n\n"

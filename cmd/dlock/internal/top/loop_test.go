@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"context"
@@ -13,19 +13,19 @@ import (
 // a channel of the states it shows and one of what it returns. The
 // interval is an hour unless cfg says: then the refresh at the start is
 // the only one.
-func watchShown(t *testing.T, cfg topConfig, scan func(context.Context) ([]dlock.LockInfo, error), keys <-chan byte) (<-chan topState, <-chan error) {
+func watchShown(t *testing.T, cfg Config, scan func(context.Context) ([]dlock.LockInfo, error), keys <-chan byte) (<-chan topState, <-chan error) {
 	t.Helper()
-	cfg.pattern = "*"
-	if cfg.interval == 0 {
-		cfg.interval = time.Hour
+	cfg.Pattern = "*"
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Hour
 	}
-	if cfg.sort.column.name == "" {
-		cfg.sort, _ = sortByName("key")
+	if cfg.Sort.column.name == "" {
+		cfg.Sort, _ = ParseSort("key")
 	}
 	shown := make(chan topState, 10)
 	done := make(chan error, 1)
 	go func() {
-		done <- watchLocks(t.Context(), cfg, scan, func(st topState, _ topConfig) error {
+		done <- watchLocks(t.Context(), cfg, scan, func(st topState, _ Config) error {
 			shown <- st
 			return nil
 		}, keys)
@@ -40,7 +40,7 @@ func TestWatchLocksKeys(t *testing.T) {
 		return []dlock.LockInfo{lockSeen("a", "h1"), {Key: "b", Held: true, Fingerprint: "h2", Waiters: 2}}, nil
 	}
 	keys := make(chan byte)
-	shown, done := watchShown(t, topConfig{}, scan, keys)
+	shown, done := watchShown(t, Config{}, scan, keys)
 	if st := <-shown; st.sort.String() != "key" || len(st.rows) != 2 || st.rows[0].key != "a" {
 		t.Fatalf("first shown: sort %s, rows %+v", st.sort, st.rows)
 	}
@@ -65,7 +65,7 @@ func TestWatchLocksQuitWhileScanning(t *testing.T) {
 		return nil, ctx.Err()
 	}
 	keys := make(chan byte)
-	_, done := watchShown(t, topConfig{}, scan, keys)
+	_, done := watchShown(t, Config{}, scan, keys)
 	<-scanning
 	keys <- 3 // Ctrl-C, as a terminal in raw mode sends it
 	if err := <-done; err != nil {
@@ -84,7 +84,7 @@ func TestWatchLocksCountFailed(t *testing.T) {
 		}
 		return nil, errors.New("redis down")
 	}
-	shown, done := watchShown(t, topConfig{count: 2, interval: time.Millisecond}, scan, nil)
+	shown, done := watchShown(t, Config{Count: 2, Interval: time.Millisecond}, scan, nil)
 	if err := <-done; err == nil || err.Error() != "dlock top: the last of 2 refreshes failed" {
 		t.Errorf("--count 2, the 2nd refresh failed: watchLocks = %v", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"github.com/dlock-go/dlock/stock"
 )
 
-// The flash sale (seed 004): more buyers than items, served by several
-// instances. The seed locks the stock, reads it and writes it back one less;
-// package stock does without the lock: a buyer reserves an item in one
-// atomic script, pays, and commits the sale. One buyer in ten abandons the
-// cart without a word; its hold expires and the item goes back on sale, with
-// no sweeper. The buyers turned away while abandoned items were held try
-// once more after the holds expired, and buy them.
+// The flash sale: more buyers than items, served by several instances.
+// Where a lock guards the stock, each buyer in turn reads it and writes it
+// back one less; package stock does without the lock: a buyer reserves an
+// item in one atomic script, pays, and commits the sale. One buyer in ten
+// abandons the cart without a word; its hold expires and the item goes back
+// on sale, with no sweeper. The buyers turned away while abandoned items
+// were held try once more after the holds expired, and buy them.
 const (
 	saleStock        = 1000
 	saleInstances    = 12
@@ -36,7 +36,7 @@ type saleTally struct {
 	err             error
 }
 
-func flashSale(ctx context.Context, d *demo) result {
+func flashSale(ctx context.Context, d *env) result {
 	prefix := d.key("sale")
 	inv, err := stock.New(d.rdb, stock.WithPrefix(prefix))
 	if err != nil {
@@ -115,7 +115,7 @@ func saleVerdict(first saleTally, back int64, retry saleTally, levels stock.Leve
 
 // saleInstance serves its buyers one after the other, and stops at the
 // first error.
-func (d *demo) saleInstance(ctx context.Context, inv *stock.Inventory, instance int) (t saleTally) {
+func (d *env) saleInstance(ctx context.Context, inv *stock.Inventory, instance int) (t saleTally) {
 	for b := range saleBuyers {
 		order := d.key("order:%d-%d", instance, b)
 		err := inv.Reserve(ctx, saleSKU, order, 1, saleHold)
@@ -139,7 +139,7 @@ func (d *demo) saleInstance(ctx context.Context, inv *stock.Inventory, instance 
 }
 
 // saleRetry has the buyers turned away try once more, and pay.
-func (d *demo) saleRetry(ctx context.Context, inv *stock.Inventory, orders []string) (t saleTally) {
+func (d *env) saleRetry(ctx context.Context, inv *stock.Inventory, orders []string) (t saleTally) {
 	for _, order := range orders {
 		err := inv.Reserve(ctx, saleSKU, order, 1, saleHold)
 		if errors.Is(err, stock.ErrSoldOut) {

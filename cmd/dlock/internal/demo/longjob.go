@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -28,7 +28,7 @@ type probe struct {
 	err   error
 }
 
-func longRenewedJob(ctx context.Context, d *demo) result {
+func longRenewedJob(ctx context.Context, d *env) result {
 	key := d.key("job:long")
 	var b probe
 	err := d.locker.Do(ctx, key, longTTL, func(work context.Context) error {
@@ -64,7 +64,7 @@ func longRenewedJob(ctx context.Context, d *demo) result {
 
 // longUnrenewedJob is the contrast: the lock is not renewed, and B takes it
 // while the job runs. The job ends there. It checks nothing.
-func longUnrenewedJob(ctx context.Context, d *demo) result {
+func longUnrenewedJob(ctx context.Context, d *env) result {
 	key := d.key("job:long-unrenewed")
 	lock, err := d.locker.TryObtain(ctx, key, longTTL)
 	if err != nil {
@@ -87,7 +87,7 @@ func longUnrenewedJob(ctx context.Context, d *demo) result {
 
 // probe is worker B: it tries to take the lock on key every longProbe until
 // stop is closed or it got the lock, which it then releases.
-func (d *demo) probe(ctx context.Context, key string, start time.Time, stop <-chan struct{}) (b probe) {
+func (d *env) probe(ctx context.Context, key string, start time.Time, stop <-chan struct{}) (b probe) {
 	ticker := time.NewTicker(longProbe)
 	defer ticker.Stop()
 	for {

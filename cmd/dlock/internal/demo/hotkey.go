@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/dlock-go/dlock/cachefill"
 )
 
-// The hot cache key that expires (seed 003): every request misses at once,
+// The hot cache key that expires: every request misses at once,
 // and without care every one of them queries the database. Package
 // cachefill lets one of them load it, across instances, and wakes the
 // others when its value is stored.
@@ -22,7 +22,7 @@ const (
 	hotTTL       = time.Minute
 )
 
-func hotKeyMiss(ctx context.Context, d *demo) result {
+func hotKeyMiss(ctx context.Context, d *env) result {
 	prefix := d.key("cache")
 	const key = "product:42"
 	defer d.cleanup(ctx, prefix+"{"+key+"}:value") // the entry's key (package cachefill's doc)
@@ -30,8 +30,12 @@ func hotKeyMiss(ctx context.Context, d *demo) result {
 	for i := range caches {
 		// A generous Redis timeout: on a busy machine, a slow answer of the
 		// embedded Redis must not count as Redis down (a direct load).
-		caches[i] = cachefill.New(d.rdb, cachefill.WithPrefix(prefix), cachefill.WithRedisTimeout(10*time.Second))
-		defer func() { _ = caches[i].Close() }()
+		cache, err := cachefill.New(d.rdb, cachefill.WithPrefix(prefix), cachefill.WithRedisTimeout(10*time.Second))
+		if err != nil {
+			return failed(err)
+		}
+		caches[i] = cache
+		defer func() { _ = cache.Close() }()
 	}
 
 	var loads atomic.Int32

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -11,19 +11,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// demo is what every case gets: the Redis to use, a dlock Client on it that
+// env is what every case gets: the Redis to use, a dlock Client on it that
 // all the simulated instances share (as goroutines of one process should),
 // and a prefix that keeps this run's keys apart from any other run's.
-type demo struct {
+type env struct {
 	rdb    *redis.Client
 	locker *dlock.Client
 	prefix string // "dlock-demo:<run id>:"
 }
 
-// A demoCase is one scenario of the demo: one row of its table.
-type demoCase struct {
+// A scenario is one case of the demo: one row of its table.
+type scenario struct {
 	name string
-	run  func(ctx context.Context, d *demo) result
+	pkg  string // the package of dlock that the case uses
+	run  func(ctx context.Context, d *env) result
 }
 
 // result is what a case reports.
@@ -34,40 +35,40 @@ type result struct {
 	err       error  // why the case could not run to its end, if it could not
 }
 
-// demoCases lists the cases in the order they run and are shown.
-func demoCases() []demoCase {
-	return []demoCase{
-		{"double-click pay", doubleClickPay},
-		{"cron on two hosts", cronOnTwoHosts},
-		{"  (released early)", cronReleasedEarly},
-		{"flash sale", flashSale},
-		{"hot cache key", hotKeyMiss},
-		{"expired holder", expiredHolder},
-		{"long job", longRenewedJob},
-		{"  (not renewed)", longUnrenewedJob},
-		{"lost lock", lostLock},
-		{"leader dies", leaderDies},
-		{"exports, 3 at once", limitedExports},
-		{"readers, a writer", readersAndWriter},
-		{"redlock, 5 nodes", redlockQuorum},
+// scenarios lists the cases in the order they run and are shown.
+func scenarios() []scenario {
+	return []scenario{
+		{"double-click pay", "idempotency", doubleClickPay},
+		{"cron on two hosts", "jobs", cronOnTwoHosts},
+		{"  (released early)", "dlock", cronReleasedEarly},
+		{"flash sale", "stock", flashSale},
+		{"hot cache key", "cachefill", hotKeyMiss},
+		{"expired holder", "dlock", expiredHolder},
+		{"long job", "dlock", longRenewedJob},
+		{"  (not renewed)", "dlock", longUnrenewedJob},
+		{"lost lock", "dlock", lostLock},
+		{"leader dies", "election", leaderDies},
+		{"exports, 3 at once", "dlock", limitedExports},
+		{"readers, a writer", "dlock", readersAndWriter},
+		{"redlock, 5 nodes", "dlock", redlockQuorum},
 	}
 }
 
 // key returns the name of a key of this run.
-func (d *demo) key(format string, args ...any) string {
+func (d *env) key(format string, args ...any) string {
 	return d.prefix + fmt.Sprintf(format, args...)
 }
 
 // cleanup deletes a case's data keys. Lock keys are not deleted: they were
 // released or expire within seconds.
-func (d *demo) cleanup(ctx context.Context, keys ...string) {
+func (d *env) cleanup(ctx context.Context, keys ...string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = d.rdb.Del(ctx, keys...).Err() // leftovers are harmless: the run id is never reused
 }
 
 // getInt reads an integer key; a missing key counts as zero.
-func (d *demo) getInt(ctx context.Context, key string) (int64, error) {
+func (d *env) getInt(ctx context.Context, key string) (int64, error) {
 	n, err := d.rdb.Get(ctx, key).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
@@ -98,4 +99,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// errText is err's message without the "dlock: " the library starts it
+// with, for a cell of the table.
+func errText(err error) string {
+	return strings.TrimPrefix(err.Error(), "dlock: ")
 }

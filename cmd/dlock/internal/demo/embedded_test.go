@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -6,15 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlock-go/dlock"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // TestLockOnEmbedded checks that the embedded Redis runs every dlock script
 // as a real server does, and that its keys expire in real time.
 func TestLockOnEmbedded(t *testing.T) {
 	t.Parallel()
-	e, err := startEmbedded()
+	e, err := StartEmbedded()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestLockOnEmbedded(t *testing.T) {
 // closed when the test ends.
 func embeddedLocker(t *testing.T) (*redis.Client, *dlock.Client) {
 	t.Helper()
-	e, err := startEmbedded()
+	e, err := StartEmbedded()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestWaitOnEmbedded(t *testing.T) {
 			got <- err
 		}()
 		if fair {
-			waitUntil(t, "the fair waiter to queue", func() bool {
+			testenv.Eventually(t, 10*time.Second, "the fair waiter to queue", func() bool {
 				info, err := locker.Inspect(t.Context(), "k")
 				return err == nil && info.Waiters == 1
 			})

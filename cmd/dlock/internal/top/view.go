@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"cmp"
@@ -15,12 +15,12 @@ import (
 // What dlock top shows and how it works it out from what it sees: the
 // holders it has observed, the rows, their order, and their text. Nothing
 // here does I/O or reads the clock, so that the tests can feed it made-up
-// observations (top_view_test.go).
+// observations (view_test.go).
 
 // A topRow is one held lock as dlock top shows it.
 type topRow struct {
 	key    string
-	holder string // the holder's name and fingerprint (see holderName)
+	holder string // the holder's name and fingerprint (see HolderName)
 	value  string // the value its lock carries, if any (dlock.WithValue)
 
 	// heldFor is how long top has seen this holder hold the lock. When the
@@ -85,7 +85,7 @@ func (tr *tracker) observe(at time.Time, locks []dlock.LockInfo) []topRow {
 		}
 		h.lastSeen = at
 		row := topRow{
-			key: info.Key, holder: holderName(info.HolderName, info.Fingerprint), value: info.Value(),
+			key: info.Key, holder: HolderName(info.HolderName, info.Fingerprint), value: info.Value(),
 			heldFor: at.Sub(h.since), inherited: h.inherited,
 			ttl: info.TTL, fence: info.Fence, waiters: info.Waiters,
 		}
@@ -159,39 +159,39 @@ func ttlOrder(ttl time.Duration) time.Duration {
 	return ttl
 }
 
-// A topSort is the order of dlock top's rows.
-type topSort struct {
+// A Sort is the order of dlock top's rows.
+type Sort struct {
 	column   topColumn
 	reversed bool
 }
 
-// sortByName returns the order --sort names: a column's name or key.
-func sortByName(name string) (topSort, bool) {
+// ParseSort returns the order --sort names: a column's name or key.
+func ParseSort(name string) (Sort, bool) {
 	for _, c := range topColumns() {
 		if name == c.name || len(name) == 1 && name[0] == c.key {
-			return topSort{column: c}, true
+			return Sort{column: c}, true
 		}
 	}
-	return topSort{}, false
+	return Sort{}, false
 }
 
 // pressed returns the order after the key k: another column, or the same
 // one reversed. ok is false for a key that sorts nothing.
-func (s topSort) pressed(k byte) (next topSort, ok bool) {
+func (s Sort) pressed(k byte) (next Sort, ok bool) {
 	for _, c := range topColumns() {
 		if c.key != k {
 			continue
 		}
 		if c.name == s.column.name {
-			return topSort{column: c, reversed: !s.reversed}, true
+			return Sort{column: c, reversed: !s.reversed}, true
 		}
-		return topSort{column: c}, true
+		return Sort{column: c}, true
 	}
 	return s, false
 }
 
 // String is the order as the header line shows it.
-func (s topSort) String() string {
+func (s Sort) String() string {
 	if s.reversed {
 		return s.column.name + ", reversed"
 	}
@@ -199,7 +199,7 @@ func (s topSort) String() string {
 }
 
 // sortRows sorts rows in the order s, and by key among equals.
-func sortRows(rows []topRow, s topSort) {
+func sortRows(rows []topRow, s Sort) {
 	slices.SortFunc(rows, func(a, b topRow) int {
 		c := s.column.compare(a, b)
 		if s.reversed {
@@ -276,4 +276,13 @@ func printable(s string) string {
 		}
 	}
 	return s
+}
+
+// HolderName names a holder as every verb of dlock shows it: by its name,
+// if it has one, and its fingerprint, else by its fingerprint alone.
+func HolderName(name, fingerprint string) string {
+	if name == "" {
+		return fingerprint
+	}
+	return name + " [" + fingerprint + "]"
 }

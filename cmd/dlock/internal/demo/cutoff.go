@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -72,7 +72,7 @@ type takeover struct {
 	err  error
 }
 
-func lostLock(ctx context.Context, d *demo) result {
+func lostLock(ctx context.Context, d *env) result {
 	key := d.key("job:cut-off")
 	var cut cutoff
 	rdbA := newClientLike(d.rdb) // A's own connections to the same Redis
@@ -131,7 +131,7 @@ func lostLock(ctx context.Context, d *demo) result {
 }
 
 // takeOver is worker B: it waits for the lock on key, and says when it got it.
-func (d *demo) takeOver(ctx context.Context, key string) takeover {
+func (d *env) takeOver(ctx context.Context, key string) takeover {
 	ctx, cancel := context.WithTimeout(ctx, cutWaitB)
 	defer cancel()
 	lock, err := d.locker.Obtain(ctx, key, cutTTL)

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/dlock-go/dlock/idempotency"
 )
 
-// The double-clicked pay button (seed 003): every click is a request to the
+// The double-clicked pay button: every click is a request to the
 // payment endpoint, with the Idempotency-Key the page made for this
 // payment, and only one of them may charge the customer. The endpoint is a
 // real HTTP server on loopback, guarded by idempotency.Middleware: the
@@ -27,7 +27,7 @@ const (
 	payKey       = `"pay-order-1001"`
 )
 
-func doubleClickPay(ctx context.Context, d *demo) result {
+func doubleClickPay(ctx context.Context, d *env) result {
 	chargesKey := d.key("order:1001:charges")
 	defer d.cleanup(ctx, chargesKey)
 	store, err := idempotency.New(d.rdb, idempotency.WithPrefix(d.key("idem:")), idempotency.WithRetention(payRetention))
@@ -110,7 +110,7 @@ func payVerdict(answers []payAnswer, retry payAnswer, charges int64) result {
 
 // chargeHandler charges the order: it asks the provider, counts the charge,
 // and answers 201 with the receipt.
-func (d *demo) chargeHandler(chargesKey string) http.Handler {
+func (d *env) chargeHandler(chargesKey string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := sleep(r.Context(), payProvider); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)

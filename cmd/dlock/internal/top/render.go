@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ type topState struct {
 	at   time.Time // when the last refresh ended
 	rows []topRow  // the locks held, from the last refresh that worked, in sorted order
 	err  error     // why the last refresh failed, or nil
-	sort topSort
+	sort Sort
 }
 
 // topKeysHelp is the second line of the screen.
@@ -25,10 +25,10 @@ const topKeysHelp = "keys: k key, t ttl, w waiters, a acq/s, h held for (again: 
 
 // screenLines returns the lines of the screen, width columns by height
 // lines at most, for st and the flags cfg.
-func screenLines(st topState, cfg topConfig, width, height int) []string {
+func screenLines(st topState, cfg Config, width, height int) []string {
 	lines := []string{
 		fmt.Sprintf("dlock top: %s matching %s at %s, every %s; sort: %s",
-			countLocks(len(st.rows)), strconv.Quote(cfg.pattern), st.at.Format(time.TimeOnly), cfg.interval, st.sort),
+			countLocks(len(st.rows)), strconv.Quote(cfg.Pattern), st.at.Format(time.TimeOnly), cfg.Interval, st.sort),
 		topKeysHelp,
 		"",
 	}
@@ -36,8 +36,8 @@ func screenLines(st topState, cfg topConfig, width, height int) []string {
 		lines[2] = "refresh failed (showing the last locks seen): " + firstLine(st.err.Error())
 	}
 	rows := st.rows
-	if cfg.limit > 0 {
-		rows = rows[:min(len(rows), cfg.limit)]
+	if cfg.Limit > 0 {
+		rows = rows[:min(len(rows), cfg.Limit)]
 	}
 	if room := height - len(lines) - 1; len(rows) > room { // under the table's header
 		rows = rows[:max(room-1, 0)] // and a line to say how many more
@@ -72,17 +72,17 @@ func alignRows(rows []topRow) []string {
 // is no terminal: a line that starts with "#" and gives the time, then the
 // header and a line per lock, with the columns separated by tabs, then an
 // empty line.
-func plainBlock(st topState, cfg topConfig) string {
+func plainBlock(st topState, cfg Config) string {
 	rows := st.rows
-	if cfg.limit > 0 && len(rows) > cfg.limit {
-		rows = rows[:cfg.limit]
+	if cfg.Limit > 0 && len(rows) > cfg.Limit {
+		rows = rows[:cfg.Limit]
 	}
 	var b strings.Builder
 	shown := countLocks(len(rows))
 	if len(rows) < len(st.rows) {
 		shown = fmt.Sprintf("%d of %s", len(rows), countLocks(len(st.rows)))
 	}
-	fmt.Fprintf(&b, "# %s: %s matching %s, sorted by %s\n", st.at.Format(time.RFC3339), shown, strconv.Quote(cfg.pattern), st.sort)
+	fmt.Fprintf(&b, "# %s: %s matching %s, sorted by %s\n", st.at.Format(time.RFC3339), shown, strconv.Quote(cfg.Pattern), st.sort)
 	if len(rows) > 0 {
 		b.WriteString(strings.Join(topHeader(), "\t") + "\n")
 	}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -31,20 +31,21 @@ const (
 
 // quorumNodes are the embedded nodes of the case and a client of each.
 type quorumNodes struct {
-	servers []*embedded
+	servers []*Embedded
 	rdbs    []*redis.Client
 }
 
 func startQuorumNodes(n int) (*quorumNodes, error) {
 	q := &quorumNodes{}
 	for range n {
-		e, err := startEmbedded()
+		e, err := StartEmbedded()
 		if err != nil {
 			q.close()
 			return nil, err
 		}
-		opts := &redis.Options{Addr: e.Addr()}
-		quorumNode(opts)
+		// No retry of a failed command or dial: the quorum bears a node's
+		// failure, as dlock's commands set up the nodes of a quorum.
+		opts := &redis.Options{Addr: e.Addr(), MaxRetries: -1, DialerRetries: 1}
 		q.servers, q.rdbs = append(q.servers, e), append(q.rdbs, redis.NewClient(opts))
 	}
 	return q, nil
@@ -63,10 +64,22 @@ func (q *quorumNodes) kill(i int) {
 // close closes the clients, then stops the servers (closing a killed one
 // again does nothing).
 func (q *quorumNodes) close() {
-	closeAll(q.rdbs)
+	for _, rdb := range q.rdbs {
+		rdb.Close()
+	}
 	for _, e := range q.servers {
 		e.Close()
 	}
+}
+
+// locker returns a dlock Client on the Redlock quorum of the nodes, each of
+// which gets nodeTimeout to answer in a round.
+func (q *quorumNodes) locker(nodeTimeout time.Duration) (*dlock.Client, error) {
+	nodes := make([]redis.UniversalClient, len(q.rdbs))
+	for i, rdb := range q.rdbs {
+		nodes[i] = rdb
+	}
+	return dlock.NewRedlock(nodes, dlock.WithNodeTimeout(nodeTimeout))
 }
 
 // quorumProbe is worker B trying to take the lock while A holds it.
@@ -82,14 +95,14 @@ func refused(err error) bool {
 	return errors.Is(err, dlock.ErrNotObtained)
 }
 
-func redlockQuorum(ctx context.Context, d *demo) result {
+func redlockQuorum(ctx context.Context, d *env) result {
 	key := d.key("redlock:job")
 	nodes, err := startQuorumNodes(redlockNodes)
 	if err != nil {
 		return failed(err)
 	}
 	defer nodes.close()
-	locker, err := newLocker(nodes.rdbs, redlockNodeTimeout)
+	locker, err := nodes.locker(redlockNodeTimeout)
 	if err != nil {
 		return failed(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/dlock-go/dlock/election"
 )
 
-// Three instances of a service of which one must lead (seed 003:
-// active/standby), each with its own dlock Client, keep a scheduler running
+// Three instances of a service of which one must lead
+// (active/standby), each with its own dlock Client, keep a scheduler running
 // with election.Lead. The leader dies: its Client is closed without a
 // resignation, as when its process is killed. Another instance takes over
 // when the dead leader's lease runs out, in a higher term, and two never
@@ -22,7 +22,7 @@ const (
 	leaderWait       = 10 * time.Second // how long the case waits for a leader, at most
 )
 
-func leaderDies(ctx context.Context, d *demo) result {
+func leaderDies(ctx context.Context, d *env) result {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	name := d.key("election:scheduler")
@@ -36,7 +36,10 @@ func leaderDies(ctx context.Context, d *demo) result {
 	defer wg.Wait() // after cancel: the live candidates resign
 	defer cancel()
 	for i, locker := range lockers {
-		e := election.New(locker, name, election.WithTTL(leaderLease))
+		e, err := election.New(locker, name, election.WithTTL(leaderLease))
+		if err != nil {
+			return failed(err)
+		}
 		wg.Go(func() {
 			_ = election.Lead(ctx, e, candidateName(i), func(ctx context.Context) error {
 				seats.sit()
@@ -49,7 +52,11 @@ func leaderDies(ctx context.Context, d *demo) result {
 
 	watchCtx, stopWatch := context.WithTimeout(ctx, leaderWait)
 	defer stopWatch()
-	leaders := election.New(d.locker, name, election.WithTTL(leaderLease)).Observe(watchCtx)
+	watcher, err := election.New(d.locker, name, election.WithTTL(leaderLease))
+	if err != nil {
+		return failed(err)
+	}
+	leaders := watcher.Observe(watchCtx)
 	first, ok := nextLeader(leaders, "")
 	if !ok {
 		return failed(fmt.Errorf("no leader within %v", leaderWait))

@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"errors"
@@ -79,7 +79,7 @@ func (s *screen) close() error {
 // not return the cursor to the start of the line, hence the \r; each line
 // clears the rest of its own, rather than the whole screen being cleared
 // first, so that nothing flickers.
-func (s *screen) show(st topState, cfg topConfig) error {
+func (s *screen) show(st topState, cfg Config) error {
 	width, height, err := term.GetSize(int(s.out.Fd()))
 	if err != nil || width <= 0 || height <= 0 {
 		width, height = 80, 24

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A holder that stops longer than its lock lives (seed 004: a GC pause, a
+// A holder that stops longer than its lock lives (a GC pause, a
 // slow call): the lock expires, another holder takes it, and the first one
 // comes back not knowing. Its Release must not delete the new holder's lock,
 // and the resource must refuse its late write, which fencing tokens allow.
@@ -33,7 +33,7 @@ func (s *fencedStore) write(fence int64) (accepted bool) {
 	return true
 }
 
-func expiredHolder(ctx context.Context, d *demo) result {
+func expiredHolder(ctx context.Context, d *env) result {
 	key := d.key("report:monthly")
 	a, err := d.locker.TryObtain(ctx, key, pauseTTL)
 	if err != nil {

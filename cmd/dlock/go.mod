@@ -1,0 +1,20 @@
+module github.com/dlock-go/dlock/cmd/dlock
+
+go 1.26.0
+
+replace github.com/dlock-go/dlock => ../../
+
+require (
+	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/dlock-go/dlock v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.23.0
+	go.uber.org/goleak v1.3.0
+	golang.org/x/term v0.46.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)
