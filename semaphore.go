@@ -66,7 +66,7 @@ func (s *Semaphore) Limit() int { return s.limit }
 // the error matches both ErrNotObtained and the context's error.
 //
 // It takes the options of Obtain: WithAutoRenew, WithBackoff, WithFair,
-// WithValue, WithoutWait.
+// WithValue. TryAcquire makes one attempt.
 func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
 	cfg, err := s.check(ttl, opts)
 	if err != nil {

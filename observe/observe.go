@@ -128,7 +128,8 @@ const (
 	// ResultObtained: the lock is the caller's.
 	ResultObtained ObtainResult = iota + 1
 	// ResultHeld: another holder has it, and the caller did not wait
-	// (TryObtain, WithoutWait). The error wraps ErrNotObtained.
+	// (TryObtain, TryAcquire, a Do WithoutWait). The error wraps
+	// ErrNotObtained.
 	ResultHeld
 	// ResultTimedOut: the context's deadline passed first.
 	ResultTimedOut
