@@ -100,7 +100,7 @@ func TestForceReleaseResent(t *testing.T) {
 	opRdb := redis.NewClient(&redis.Options{Addr: e.srv.Addr()}) // go-redis's defaults
 	t.Cleanup(func() { opRdb.Close() })
 	operator := lockenv.Locker(t, opRdb)
-	warmPool(t, opRdb, 4) // the copies sent again go on open connections
+	testenv.WarmPool(t, opRdb, 4) // the copies sent again go on open connections
 	mustObtain(t, e.locker, key+":warm-up", time.Minute)
 	if deleted, err := operator.ForceRelease(ctx, key+":warm-up"); err != nil || !deleted { // Redis has the script
 		t.Fatalf("ForceRelease = %v, %v", deleted, err)

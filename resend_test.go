@@ -185,7 +185,7 @@ func TestReleaseResentByTheRedisClient(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
 	rdb := srv.Client() // go-redis's defaults: MaxRetries 3, ReadTimeout 5 s
-	warmPool(t, rdb, 4)
+	testenv.WarmPool(t, rdb, 4)
 	locker := lockenv.Locker(t, rdb)
 	other := srv.Client(func(o *redis.Options) { o.ReadTimeout, o.MaxRetries = 30*time.Second, -1 })
 	key := testenv.Key(t)
@@ -224,22 +224,6 @@ func TestReleaseResentByTheRedisClient(t *testing.T) {
 // resendPause is how long a test pauses Redis so that go-redis, with its
 // default ReadTimeout (5 s) and MaxRetryBackoff (1 s), sends a command again.
 const resendPause = 7500 * time.Millisecond
-
-// warmPool makes rdb open n connections, so that a copy of a command sent
-// again while Redis is paused goes out on one already set up: a new
-// connection's handshake would wait for Redis too.
-func warmPool(t *testing.T, rdb *redis.Client, n int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			if err := rdb.Do(context.Background(), "BLPOP", "warm:"+t.Name(), "0.1").Err(); err != nil && !errors.Is(err, redis.Nil) {
-				t.Errorf("warm the pool: %v", err)
-			}
-		})
-	}
-	wg.Wait()
-}
 
 // evalshaCalls returns how many EVALSHA commands the server ran.
 func evalshaCalls(t *testing.T, rdb *redis.Client) int {

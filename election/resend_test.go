@@ -1,13 +1,10 @@
 package election_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,86 +30,6 @@ func slowFaults(t *testing.T) {
 	if os.Getenv("DLOCK_SLOW_FAULTS") != "1" {
 		t.Skip("a slow fault test: set DLOCK_SLOW_FAULTS=1 to run it")
 	}
-}
-
-// commandLog is what MONITOR saw a server run: every command, each copy
-// that go-redis resent included.
-type commandLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-// monitor records the commands the server at addr runs until the test ends.
-func monitor(t *testing.T, addr string) *commandLog {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(conn)
-	if line, err := r.ReadString('\n'); err != nil || line != "+OK\r\n" {
-		t.Fatalf("MONITOR = %q, %v", line, err)
-	}
-	log := &commandLog{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			log.mu.Lock()
-			log.lines = append(log.lines, line)
-			log.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		conn.Close()
-		<-done
-	})
-	return log
-}
-
-// count returns how many commands sent by a client (not run by a script)
-// contain every one of parts.
-func (l *commandLog) count(parts ...string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-next:
-	for _, line := range l.lines {
-		if strings.Contains(line, " lua] ") {
-			continue
-		}
-		for _, p := range parts {
-			if !strings.Contains(line, p) {
-				continue next
-			}
-		}
-		n++
-	}
-	return n
-}
-
-// warmPool leaves n idle connections in rdb's pool. go-redis sends a copy
-// of a command on another connection: a new one would first wait for the
-// paused server's answer to its handshake (HELLO), and send no copy.
-func warmPool(t *testing.T, rdb *redis.Client, n int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			// Each BLPOP holds its connection while it waits.
-			if err := rdb.BLPop(t.Context(), 100*time.Millisecond, "warm:"+t.Name()).Err(); err != nil && err != redis.Nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // beforeScript is a go-redis hook that calls do once, right before the
@@ -162,7 +79,7 @@ func (h *beforeScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 type pausedAt struct {
 	rdb             *redis.Client
 	locker          *dlock.Client
-	commands        *commandLog
+	commands        *testenv.Commands
 	hook            *beforeScript
 	paused, resumed chan struct{}
 }
@@ -175,8 +92,8 @@ func newPausedAt(t *testing.T) (p *pausedAt, arm func(key string, args int)) {
 	rdb := srv.Client() // go-redis's defaults: ReadTimeout 3 s, MaxRetries 3
 	p = &pausedAt{rdb: rdb, locker: lockenv.Locker(t, rdb), paused: make(chan struct{}), resumed: make(chan struct{})}
 	arm = func(key string, args int) {
-		warmPool(t, rdb, 8)
-		p.commands = monitor(t, srv.Addr())
+		testenv.WarmPool(t, rdb, 8)
+		p.commands = testenv.Monitor(t, srv.Addr())
 		p.hook = &beforeScript{key: key, args: args, do: func() {
 			srv.Pause()
 			close(p.paused)
@@ -198,7 +115,7 @@ func (p *pausedAt) copies(t *testing.T) {
 	t.Helper()
 	<-p.resumed
 	testenv.Eventually(t, 10*time.Second, "the paused call run twice or more: go-redis sent a copy", func() bool {
-		return p.commands.count(`"evalsha"`, `"`+p.hook.sha+`"`, `"`+p.hook.key+`"`) >= 2
+		return p.commands.Count(`"evalsha"`, `"`+p.hook.sha+`"`, `"`+p.hook.key+`"`) >= 2
 	})
 }
 
