@@ -15,11 +15,6 @@ import (
 	"github.com/dlock-go/dlock/redistest"
 )
 
-// pauseFor is how long the fault tests keep Redis paused with a call in
-// flight: past two ReadTimeouts of go-redis's defaults (3 s), so that it
-// has sent the call again at least once, on another connection.
-const pauseFor = 7 * time.Second
-
 // beforeStore is a go-redis hook that calls do once, right before the
 // first store.lua call for the entry key entry is sent.
 type beforeStore struct {
@@ -54,7 +49,7 @@ func (h *beforeStore) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func TestResentStoreAndInvalidateTakeEffectOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
-	rdb := srv.Client() // go-redis's defaults: ReadTimeout 3 s, MaxRetries 3
+	rdb := srv.Client() // go-redis's defaults: ReadTimeout 5 s, MaxRetries 3
 	var log testenv.Logs
 	cache := newCache(t, rdb, cachefill.WithRedisTimeout(30*time.Second),
 		cachefill.WithLockTTL(time.Minute), cachefill.WithLogger(slog.New(&log)))
@@ -86,7 +81,7 @@ func TestResentStoreAndInvalidateTakeEffectOnce(t *testing.T) {
 	<-paused
 	invalidated := make(chan error, 1)
 	go func() { invalidated <- cache.Invalidate(ctx, marked) }()
-	time.Sleep(pauseFor)
+	time.Sleep(testenv.ResendPause)
 	srv.Resume()
 	if err := <-got; err != nil {
 		t.Errorf("Get across the pause = %v; want the load's value", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,20 +16,6 @@ import (
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
-
-// pauseFor is how long the fault tests keep Redis paused with a call in
-// flight: past two ReadTimeouts of go-redis's defaults (3 s), so that it
-// has sent the call again at least once, on another connection.
-const pauseFor = 7 * time.Second
-
-// slowFaults skips a fault test that pauses Redis, unless
-// DLOCK_SLOW_FAULTS=1 (see doc.go): one of them runs by default.
-func slowFaults(t *testing.T) {
-	t.Helper()
-	if os.Getenv("DLOCK_SLOW_FAULTS") != "1" {
-		t.Skip("a slow fault test: set DLOCK_SLOW_FAULTS=1 to run it")
-	}
-}
 
 // beforeScript is a go-redis hook that calls do once, right before the
 // first EVALSHA whose first key is key is sent, alone or in a pipeline,
@@ -74,7 +59,7 @@ func (h *beforeScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 
 // pausedAt returns a server, a go-redis client of it with the default
 // options, a dlock Client on it, and a hook that pauses the server for
-// pauseFor when the first script call on key is about to be sent: the
+// testenv.ResendPause when the first script call on key is about to be sent: the
 // hook's paused closes then, and resumed when the server runs again.
 type pausedAt struct {
 	rdb             *redis.Client
@@ -89,7 +74,7 @@ type pausedAt struct {
 func newPausedAt(t *testing.T) (p *pausedAt, arm func(key string, args int)) {
 	t.Helper()
 	srv := redistest.NewServer(t)
-	rdb := srv.Client() // go-redis's defaults: ReadTimeout 3 s, MaxRetries 3
+	rdb := srv.Client() // go-redis's defaults: ReadTimeout 5 s, MaxRetries 3
 	p = &pausedAt{rdb: rdb, locker: lockenv.Locker(t, rdb), paused: make(chan struct{}), resumed: make(chan struct{})}
 	arm = func(key string, args int) {
 		testenv.WarmPool(t, rdb, 8)
@@ -101,7 +86,7 @@ func newPausedAt(t *testing.T) (p *pausedAt, arm func(key string, args int)) {
 		rdb.AddHook(p.hook)
 		go func() {
 			<-p.paused
-			time.Sleep(pauseFor)
+			time.Sleep(testenv.ResendPause)
 			srv.Resume()
 			close(p.resumed)
 		}()
@@ -157,7 +142,7 @@ func TestResentCampaignLeadsOnce(t *testing.T) {
 // wakes them once Redis runs: they see the new leader. A copy that runs
 // later wakes them for one more look at most.
 func TestResentAnnouncementWakesObservers(t *testing.T) {
-	slowFaults(t)
+	testenv.SlowFaults(t)
 	t.Parallel()
 	p, arm := newPausedAt(t)
 	name := testenv.NewKey(t)
@@ -197,7 +182,7 @@ func TestResentAnnouncementWakesObservers(t *testing.T) {
 // its copies took is released, long before its lease would run out, and a
 // rival leads.
 func TestResentCampaignThatGaveUpHoldsNoSeat(t *testing.T) {
-	slowFaults(t)
+	testenv.SlowFaults(t)
 	t.Parallel()
 	p, arm := newPausedAt(t)
 	name := testenv.NewKey(t)
@@ -214,7 +199,7 @@ func TestResentCampaignThatGaveUpHoldsNoSeat(t *testing.T) {
 	giveUp, cancel := context.WithCancel(ctx)
 	go func() {
 		<-p.paused
-		time.Sleep(pauseFor / 2) // after go-redis sent its first copy
+		time.Sleep(testenv.ResendPause / 2) // after go-redis sent its first copy
 		cancel()
 	}()
 	if l, err := e.Campaign(giveUp, "gave up"); err == nil {
