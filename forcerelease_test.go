@@ -158,7 +158,7 @@ func TestForceReleaseResent(t *testing.T) {
 		<-got
 		t.Skipf("the machine is too busy: B's acquire reached Redis %v after the force release began", took)
 	}
-	time.Sleep(resendPause - time.Since(start)) // at least one copy more, a ReadTimeout after the first
+	time.Sleep(testenv.ResendPause - time.Since(start)) // at least one copy more, a ReadTimeout after the first
 	e.srv.Resume()
 	resumed = true
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -193,7 +192,7 @@ func TestReleaseResentByTheRedisClient(t *testing.T) {
 		t.Fatal(err) // the scripts are loaded now: a copy of EVALSHA does not fail with NOSCRIPT
 	}
 	lock := mustObtain(t, locker, key, time.Minute)
-	before := evalshaCalls(t, rdb)
+	before := testenv.EvalshaCalls(t, rdb)
 
 	srv.Pause()
 	released := make(chan error, 1)
@@ -201,7 +200,7 @@ func TestReleaseResentByTheRedisClient(t *testing.T) {
 	time.Sleep(time.Second) // the first copy is on its way
 	taken := make(chan bool, 1)
 	go func() { taken <- other.SetNX(context.Background(), key, "other", time.Minute).Val() }()
-	time.Sleep(resendPause - time.Second) // past ReadTimeout: go-redis sends the release again
+	time.Sleep(testenv.ResendPause - time.Second) // past ReadTimeout: go-redis sends the release again
 	srv.Resume()
 
 	if err := <-released; err != nil {
@@ -216,29 +215,9 @@ func TestReleaseResentByTheRedisClient(t *testing.T) {
 	if v := value(t, rdb, key); v != "other" {
 		t.Errorf("the lock holds %q, want the other client's", v)
 	}
-	if n := evalshaCalls(t, rdb) - before; n < 2 {
+	if n := testenv.EvalshaCalls(t, rdb) - before; n < 2 {
 		t.Errorf("Redis ran %d EVALSHA, want the release's copies (2 or more): go-redis did not send it again", n)
 	}
-}
-
-// resendPause is how long a test pauses Redis so that go-redis, with its
-// default ReadTimeout (5 s) and MaxRetryBackoff (1 s), sends a command again.
-const resendPause = 7500 * time.Millisecond
-
-// evalshaCalls returns how many EVALSHA commands the server ran.
-func evalshaCalls(t *testing.T, rdb *redis.Client) int {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(info) {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
-			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-			return n
-		}
-	}
-	return 0
 }
 
 // A record whose acquire got no answer is kept if it landed: it is what

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -142,4 +143,38 @@ func Attr(r slog.Record, key string) any {
 		return true
 	})
 	return v
+}
+
+// EvalshaCalls returns how many EVALSHA commands the redis-server of rdb
+// has run (INFO commandstats), so that a test can tell that go-redis sent a
+// script again.
+func EvalshaCalls(t testing.TB, rdb *redis.Client) int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			return n
+		}
+	}
+	return 0
+}
+
+// OnlyMarkersLeft reports whether every key left in rdb is a marker that a
+// release or a forced release leaves for go-redis's resend window
+// ("dlock:freed...", "dlock:forced..."), which outlives most tests.
+func OnlyMarkersLeft(ctx context.Context, rdb *redis.Client) bool {
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		return false
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "dlock:freed") && !strings.HasPrefix(k, "dlock:forced") {
+			return false
+		}
+	}
+	return true
 }
