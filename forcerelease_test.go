@@ -100,7 +100,7 @@ func TestForceReleaseResent(t *testing.T) {
 	opRdb := redis.NewClient(&redis.Options{Addr: e.srv.Addr()}) // go-redis's defaults
 	t.Cleanup(func() { opRdb.Close() })
 	operator := lockenv.Locker(t, opRdb)
-	warmPool(t, opRdb, 4) // the copies sent again go on open connections
+	testenv.WarmPool(t, opRdb, 4) // the copies sent again go on open connections
 	mustObtain(t, e.locker, key+":warm-up", time.Minute)
 	if deleted, err := operator.ForceRelease(ctx, key+":warm-up"); err != nil || !deleted { // Redis has the script
 		t.Fatalf("ForceRelease = %v, %v", deleted, err)
@@ -158,7 +158,7 @@ func TestForceReleaseResent(t *testing.T) {
 		<-got
 		t.Skipf("the machine is too busy: B's acquire reached Redis %v after the force release began", took)
 	}
-	time.Sleep(resendPause - time.Since(start)) // at least one copy more, a ReadTimeout after the first
+	time.Sleep(testenv.ResendPause - time.Since(start)) // at least one copy more, a ReadTimeout after the first
 	e.srv.Resume()
 	resumed = true
 

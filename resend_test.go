@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,7 +184,7 @@ func TestReleaseResentByTheRedisClient(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
 	rdb := srv.Client() // go-redis's defaults: MaxRetries 3, ReadTimeout 5 s
-	warmPool(t, rdb, 4)
+	testenv.WarmPool(t, rdb, 4)
 	locker := lockenv.Locker(t, rdb)
 	other := srv.Client(func(o *redis.Options) { o.ReadTimeout, o.MaxRetries = 30*time.Second, -1 })
 	key := testenv.Key(t)
@@ -193,7 +192,7 @@ func TestReleaseResentByTheRedisClient(t *testing.T) {
 		t.Fatal(err) // the scripts are loaded now: a copy of EVALSHA does not fail with NOSCRIPT
 	}
 	lock := mustObtain(t, locker, key, time.Minute)
-	before := evalshaCalls(t, rdb)
+	before := testenv.EvalshaCalls(t, rdb)
 
 	srv.Pause()
 	released := make(chan error, 1)
@@ -201,7 +200,7 @@ func TestReleaseResentByTheRedisClient(t *testing.T) {
 	time.Sleep(time.Second) // the first copy is on its way
 	taken := make(chan bool, 1)
 	go func() { taken <- other.SetNX(context.Background(), key, "other", time.Minute).Val() }()
-	time.Sleep(resendPause - time.Second) // past ReadTimeout: go-redis sends the release again
+	time.Sleep(testenv.ResendPause - time.Second) // past ReadTimeout: go-redis sends the release again
 	srv.Resume()
 
 	if err := <-released; err != nil {
@@ -216,45 +215,9 @@ func TestReleaseResentByTheRedisClient(t *testing.T) {
 	if v := value(t, rdb, key); v != "other" {
 		t.Errorf("the lock holds %q, want the other client's", v)
 	}
-	if n := evalshaCalls(t, rdb) - before; n < 2 {
+	if n := testenv.EvalshaCalls(t, rdb) - before; n < 2 {
 		t.Errorf("Redis ran %d EVALSHA, want the release's copies (2 or more): go-redis did not send it again", n)
 	}
-}
-
-// resendPause is how long a test pauses Redis so that go-redis, with its
-// default ReadTimeout (5 s) and MaxRetryBackoff (1 s), sends a command again.
-const resendPause = 7500 * time.Millisecond
-
-// warmPool makes rdb open n connections, so that a copy of a command sent
-// again while Redis is paused goes out on one already set up: a new
-// connection's handshake would wait for Redis too.
-func warmPool(t *testing.T, rdb *redis.Client, n int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			if err := rdb.Do(context.Background(), "BLPOP", "warm:"+t.Name(), "0.1").Err(); err != nil && !errors.Is(err, redis.Nil) {
-				t.Errorf("warm the pool: %v", err)
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// evalshaCalls returns how many EVALSHA commands the server ran.
-func evalshaCalls(t *testing.T, rdb *redis.Client) int {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(info) {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
-			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-			return n
-		}
-	}
-	return 0
 }
 
 // A record whose acquire got no answer is kept if it landed: it is what

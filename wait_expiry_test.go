@@ -210,7 +210,7 @@ func TestWaiterBehindAFrozenHolderWakesOnExpiry(t *testing.T) {
 
 // Redis paused (SIGSTOP) past the holder's expiry, while three waiters
 // wait: each wakes at the expiry, first in the queue or not, and its try
-// hangs. With go-redis's default options (MaxRetries 3, ReadTimeout 3s) it
+// hangs. With go-redis's default options (MaxRetries 3, ReadTimeout 5s) it
 // is sent again on another connection while Redis sleeps, and every copy
 // runs once it is back; still, the waiters get the lock one at a time,
 // and leave no lock and no queue behind. Without retries a try fails after

@@ -55,7 +55,7 @@
 //   - Every call returns when its context ends, even if Redis hangs;
 //     each call to Redis before waiting is bounded by WithRedisTimeout.
 //   - Every call has one effect, whatever go-redis resends: it sends a
-//     command whose reply did not come within its ReadTimeout (3 s by
+//     command whose reply did not come within its ReadTimeout (5 s by
 //     default) again, on another connection, MaxRetries times, and every
 //     copy runs once Redis answers. A copy of a loader's store finds the
 //     entry stored with the loader's token and answers as the first copy

@@ -1,12 +1,9 @@
 package cachefill_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,91 +14,6 @@ import (
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
-
-// pauseFor is how long the fault tests keep Redis paused with a call in
-// flight: past two ReadTimeouts of go-redis's defaults (3 s), so that it
-// has sent the call again at least once, on another connection.
-const pauseFor = 7 * time.Second
-
-// commandLog is what MONITOR saw a server run: every command, each copy
-// that go-redis resent included.
-type commandLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-// monitor records the commands srv runs until the test ends.
-func monitor(t *testing.T, addr string) *commandLog {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(conn)
-	if line, err := r.ReadString('\n'); err != nil || line != "+OK\r\n" {
-		t.Fatalf("MONITOR = %q, %v", line, err)
-	}
-	log := &commandLog{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			log.mu.Lock()
-			log.lines = append(log.lines, line)
-			log.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		conn.Close()
-		<-done
-	})
-	return log
-}
-
-// count returns how many commands sent by a client (not run by a script)
-// contain every one of parts.
-func (l *commandLog) count(parts ...string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-next:
-	for _, line := range l.lines {
-		if strings.Contains(line, " lua] ") {
-			continue
-		}
-		for _, p := range parts {
-			if !strings.Contains(line, p) {
-				continue next
-			}
-		}
-		n++
-	}
-	return n
-}
-
-// warmPool leaves n idle connections in rdb's pool. go-redis sends a copy
-// of a command on another connection: a new one would first wait for the
-// paused server's answer to its handshake (HELLO), and send no copy.
-func warmPool(t *testing.T, rdb *redis.Client, n int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			// Each BLPOP holds its connection while it waits.
-			if err := rdb.BLPop(t.Context(), 100*time.Millisecond, "warm:"+t.Name()).Err(); err != nil && err != redis.Nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-}
 
 // beforeStore is a go-redis hook that calls do once, right before the
 // first store.lua call for the entry key entry is sent.
@@ -137,8 +49,8 @@ func (h *beforeStore) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func TestResentStoreAndInvalidateTakeEffectOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
-	rdb := srv.Client() // go-redis's defaults: ReadTimeout 3 s, MaxRetries 3
-	var log records
+	rdb := srv.Client() // go-redis's defaults: ReadTimeout 5 s, MaxRetries 3
+	var log testenv.Logs
 	cache := newCache(t, rdb, cachefill.WithRedisTimeout(30*time.Second),
 		cachefill.WithLockTTL(time.Minute), cachefill.WithLogger(slog.New(&log)))
 	ctx := testenv.Timeout(t, time.Minute)
@@ -151,8 +63,8 @@ func TestResentStoreAndInvalidateTakeEffectOnce(t *testing.T) {
 	if err := cache.Invalidate(ctx, testenv.NewKey(t)); err != nil {
 		t.Fatal(err)
 	}
-	warmPool(t, rdb, 8)
-	commands := monitor(t, srv.Addr())
+	testenv.WarmPool(t, rdb, 8)
+	commands := testenv.Monitor(t, srv.Addr())
 	paused := make(chan struct{})
 	rdb.AddHook(&beforeStore{entry: cachefill.EntryKey(cache, stored), do: func() {
 		srv.Pause()
@@ -169,7 +81,7 @@ func TestResentStoreAndInvalidateTakeEffectOnce(t *testing.T) {
 	<-paused
 	invalidated := make(chan error, 1)
 	go func() { invalidated <- cache.Invalidate(ctx, marked) }()
-	time.Sleep(pauseFor)
+	time.Sleep(testenv.ResendPause)
 	srv.Resume()
 	if err := <-got; err != nil {
 		t.Errorf("Get across the pause = %v; want the load's value", err)
@@ -182,10 +94,10 @@ func TestResentStoreAndInvalidateTakeEffectOnce(t *testing.T) {
 	// lag behind the replies.
 	storeEntry, markEntry := cachefill.EntryKey(cache, stored), cachefill.EntryKey(cache, marked)
 	testenv.Eventually(t, 10*time.Second, "the store run twice or more: go-redis sent a copy", func() bool {
-		return commands.count(`"evalsha"`, `"4" "`+storeEntry+`"`, `"new"`) >= 2
+		return commands.Count(`"evalsha"`, `"4" "`+storeEntry+`"`, `"new"`) >= 2
 	})
 	testenv.Eventually(t, 10*time.Second, "Invalidate run twice or more: go-redis sent a copy", func() bool {
-		return commands.count(`"evalsha"`, `"1" "`+markEntry+`"`) >= 2
+		return commands.Count(`"evalsha"`, `"1" "`+markEntry+`"`) >= 2
 	})
 	check := srv.Client()
 	if g, err := check.HGet(ctx, markEntry, "g").Result(); err != nil || g != "1" {
@@ -195,7 +107,7 @@ func TestResentStoreAndInvalidateTakeEffectOnce(t *testing.T) {
 	if err != nil || info.EntriesAdded != 1 {
 		t.Errorf("fill messages added: %d, %v; want 1: one store", info.EntriesAdded, err)
 	}
-	if n := log.count(slog.LevelWarn, "store"); n != 0 {
+	if n := len(log.Matching(slog.LevelWarn, "store")); n != 0 {
 		t.Errorf("%d warnings about the store: it stored, and should say so", n)
 	}
 }

@@ -58,7 +58,7 @@
 //
 // Every call has one effect, whatever go-redis resends: it sends a command
 // again, on another connection, when its reply did not come within its
-// ReadTimeout (3 s by default; MaxRetries times), and every copy runs once
+// ReadTimeout (5 s by default; MaxRetries times), and every copy runs once
 // Redis answers. A resent campaign finds the seat taken by its own first
 // copy and leads in the term that copy wrote; a campaign that gave up
 // (ctx ended) releases a seat that its late copy took; a resent

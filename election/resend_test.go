@@ -1,13 +1,9 @@
 package election_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,100 +16,6 @@ import (
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
-
-// pauseFor is how long the fault tests keep Redis paused with a call in
-// flight: past two ReadTimeouts of go-redis's defaults (3 s), so that it
-// has sent the call again at least once, on another connection.
-const pauseFor = 7 * time.Second
-
-// slowFaults skips a fault test that pauses Redis, unless
-// DLOCK_SLOW_FAULTS=1 (see doc.go): one of them runs by default.
-func slowFaults(t *testing.T) {
-	t.Helper()
-	if os.Getenv("DLOCK_SLOW_FAULTS") != "1" {
-		t.Skip("a slow fault test: set DLOCK_SLOW_FAULTS=1 to run it")
-	}
-}
-
-// commandLog is what MONITOR saw a server run: every command, each copy
-// that go-redis resent included.
-type commandLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-// monitor records the commands the server at addr runs until the test ends.
-func monitor(t *testing.T, addr string) *commandLog {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(conn)
-	if line, err := r.ReadString('\n'); err != nil || line != "+OK\r\n" {
-		t.Fatalf("MONITOR = %q, %v", line, err)
-	}
-	log := &commandLog{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			log.mu.Lock()
-			log.lines = append(log.lines, line)
-			log.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		conn.Close()
-		<-done
-	})
-	return log
-}
-
-// count returns how many commands sent by a client (not run by a script)
-// contain every one of parts.
-func (l *commandLog) count(parts ...string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-next:
-	for _, line := range l.lines {
-		if strings.Contains(line, " lua] ") {
-			continue
-		}
-		for _, p := range parts {
-			if !strings.Contains(line, p) {
-				continue next
-			}
-		}
-		n++
-	}
-	return n
-}
-
-// warmPool leaves n idle connections in rdb's pool. go-redis sends a copy
-// of a command on another connection: a new one would first wait for the
-// paused server's answer to its handshake (HELLO), and send no copy.
-func warmPool(t *testing.T, rdb *redis.Client, n int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			// Each BLPOP holds its connection while it waits.
-			if err := rdb.BLPop(t.Context(), 100*time.Millisecond, "warm:"+t.Name()).Err(); err != nil && err != redis.Nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-}
 
 // beforeScript is a go-redis hook that calls do once, right before the
 // first EVALSHA whose first key is key is sent, alone or in a pipeline,
@@ -157,12 +59,12 @@ func (h *beforeScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 
 // pausedAt returns a server, a go-redis client of it with the default
 // options, a dlock Client on it, and a hook that pauses the server for
-// pauseFor when the first script call on key is about to be sent: the
+// testenv.ResendPause when the first script call on key is about to be sent: the
 // hook's paused closes then, and resumed when the server runs again.
 type pausedAt struct {
 	rdb             *redis.Client
 	locker          *dlock.Client
-	commands        *commandLog
+	commands        *testenv.Commands
 	hook            *beforeScript
 	paused, resumed chan struct{}
 }
@@ -172,11 +74,11 @@ type pausedAt struct {
 func newPausedAt(t *testing.T) (p *pausedAt, arm func(key string, args int)) {
 	t.Helper()
 	srv := redistest.NewServer(t)
-	rdb := srv.Client() // go-redis's defaults: ReadTimeout 3 s, MaxRetries 3
+	rdb := srv.Client() // go-redis's defaults: ReadTimeout 5 s, MaxRetries 3
 	p = &pausedAt{rdb: rdb, locker: lockenv.Locker(t, rdb), paused: make(chan struct{}), resumed: make(chan struct{})}
 	arm = func(key string, args int) {
-		warmPool(t, rdb, 8)
-		p.commands = monitor(t, srv.Addr())
+		testenv.WarmPool(t, rdb, 8)
+		p.commands = testenv.Monitor(t, srv.Addr())
 		p.hook = &beforeScript{key: key, args: args, do: func() {
 			srv.Pause()
 			close(p.paused)
@@ -184,7 +86,7 @@ func newPausedAt(t *testing.T) (p *pausedAt, arm func(key string, args int)) {
 		rdb.AddHook(p.hook)
 		go func() {
 			<-p.paused
-			time.Sleep(pauseFor)
+			time.Sleep(testenv.ResendPause)
 			srv.Resume()
 			close(p.resumed)
 		}()
@@ -198,7 +100,7 @@ func (p *pausedAt) copies(t *testing.T) {
 	t.Helper()
 	<-p.resumed
 	testenv.Eventually(t, 10*time.Second, "the paused call run twice or more: go-redis sent a copy", func() bool {
-		return p.commands.count(`"evalsha"`, `"`+p.hook.sha+`"`, `"`+p.hook.key+`"`) >= 2
+		return p.commands.Count(`"evalsha"`, `"`+p.hook.sha+`"`, `"`+p.hook.key+`"`) >= 2
 	})
 }
 
@@ -240,7 +142,7 @@ func TestResentCampaignLeadsOnce(t *testing.T) {
 // wakes them once Redis runs: they see the new leader. A copy that runs
 // later wakes them for one more look at most.
 func TestResentAnnouncementWakesObservers(t *testing.T) {
-	slowFaults(t)
+	testenv.SlowFaults(t)
 	t.Parallel()
 	p, arm := newPausedAt(t)
 	name := testenv.NewKey(t)
@@ -280,7 +182,7 @@ func TestResentAnnouncementWakesObservers(t *testing.T) {
 // its copies took is released, long before its lease would run out, and a
 // rival leads.
 func TestResentCampaignThatGaveUpHoldsNoSeat(t *testing.T) {
-	slowFaults(t)
+	testenv.SlowFaults(t)
 	t.Parallel()
 	p, arm := newPausedAt(t)
 	name := testenv.NewKey(t)
@@ -297,7 +199,7 @@ func TestResentCampaignThatGaveUpHoldsNoSeat(t *testing.T) {
 	giveUp, cancel := context.WithCancel(ctx)
 	go func() {
 		<-p.paused
-		time.Sleep(pauseFor / 2) // after go-redis sent its first copy
+		time.Sleep(testenv.ResendPause / 2) // after go-redis sent its first copy
 		cancel()
 	}()
 	if l, err := e.Campaign(giveUp, "gave up"); err == nil {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,51 +15,6 @@ import (
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
-
-// records is a slog.Handler that keeps what it is given, for tests that
-// look at what was logged.
-type records struct {
-	mu   sync.Mutex
-	recs []slog.Record
-}
-
-func (h *records) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *records) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.recs = append(h.recs, r.Clone())
-	return nil
-}
-
-func (h *records) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *records) WithGroup(string) slog.Handler      { return h }
-
-// matching returns the records at level whose message contains msg.
-func (h *records) matching(level slog.Level, msg string) []slog.Record {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []slog.Record
-	for _, r := range h.recs {
-		if r.Level == level && strings.Contains(r.Message, msg) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// attr returns the value of r's attribute key, or nil.
-func attr(r slog.Record, key string) any {
-	var v any
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == key {
-			v = a.Value.Any()
-			return false
-		}
-		return true
-	})
-	return v
-}
 
 // expiring returns a context whose deadline passes when expire is called:
 // its Err is then context.DeadlineExceeded. A test of what a passed
@@ -100,7 +53,7 @@ func TestLeadRedisDownLogsAndReturnsTheCause(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
 	srv.Kill()
-	var log records
+	var log testenv.Logs
 	e := newElection(t, lockenv.Locker(t, srv.Client()), testenv.NewKey(t),
 		election.WithTTL(100*time.Millisecond), election.WithLogger(slog.New(&log)))
 	ctx, expire := expiring()
@@ -113,7 +66,7 @@ func TestLeadRedisDownLogsAndReturnsTheCause(t *testing.T) {
 		})
 	}()
 	testenv.Eventually(t, 30*time.Second, "two failed campaigns logged", func() bool {
-		return len(log.matching(slog.LevelWarn, "campaign failed")) >= 2
+		return len(log.Matching(slog.LevelWarn, "campaign failed")) >= 2
 	})
 	expire()
 	err := <-done
@@ -126,12 +79,12 @@ func TestLeadRedisDownLogsAndReturnsTheCause(t *testing.T) {
 	case !errors.Is(err, syscall.ECONNREFUSED):
 		t.Errorf("Lead after its deadline = %v, want the refused connection", err)
 	}
-	for _, r := range log.matching(slog.LevelWarn, "campaign failed") {
-		if attr(r, "election") != e.Name() {
-			t.Errorf("record %q: election = %v, want %q", r.Message, attr(r, "election"), e.Name())
+	for _, r := range log.Matching(slog.LevelWarn, "campaign failed") {
+		if testenv.Attr(r, "election") != e.Name() {
+			t.Errorf("record %q: election = %v, want %q", r.Message, testenv.Attr(r, "election"), e.Name())
 		}
-		if cause, ok := attr(r, "err").(error); !ok || !errors.Is(cause, syscall.ECONNREFUSED) {
-			t.Errorf("record %q: err = %v, want the refused connection", r.Message, attr(r, "err"))
+		if cause, ok := testenv.Attr(r, "err").(error); !ok || !errors.Is(cause, syscall.ECONNREFUSED) {
+			t.Errorf("record %q: err = %v, want the refused connection", r.Message, testenv.Attr(r, "err"))
 		}
 	}
 }
@@ -142,7 +95,7 @@ func TestLeadLogsThroughTheClientsLogger(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
 	srv.Kill()
-	var log records
+	var log testenv.Logs
 	locker := dlock.New(srv.Client(), dlock.WithLogger(slog.New(&log)))
 	t.Cleanup(func() { locker.Close() })
 	e := newElection(t, locker, testenv.NewKey(t), election.WithTTL(100*time.Millisecond))
@@ -156,7 +109,7 @@ func TestLeadLogsThroughTheClientsLogger(t *testing.T) {
 		})
 	}()
 	testenv.Eventually(t, 30*time.Second, "a failed campaign logged through the Client's logger", func() bool {
-		return len(log.matching(slog.LevelWarn, "campaign failed")) >= 1
+		return len(log.Matching(slog.LevelWarn, "campaign failed")) >= 1
 	})
 	expire()
 	<-done

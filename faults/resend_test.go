@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/door"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -23,10 +23,6 @@ import (
 // Between the copies another client acts (it takes the lock the first copy
 // released, or tries for the one the first copy took). Each call must have
 // one effect and answer truthfully. The calls share one pause of Redis.
-
-// resendPause outlasts go-redis's default ReadTimeout (5 s) and its longest
-// retry backoff (1 s): every call paused for it is sent at least twice.
-const resendPause = 7500 * time.Millisecond
 
 // resentCall is one call sent while Redis is paused.
 type resentCall struct {
@@ -410,7 +406,7 @@ func TestCallsResentByTheRedisClient(t *testing.T) {
 	calls := append(e.lockCalls(), e.holdCalls()...)
 	calls = append(calls, redlockFence(t, nodes))
 
-	before := evalshaCalls(t, e.admin)
+	before := testenv.EvalshaCalls(t, e.admin)
 	paused := append([]*redistest.Server{e.srv}, nodes...)
 	for _, srv := range paused {
 		srv.Pause()
@@ -428,7 +424,7 @@ func TestCallsResentByTheRedisClient(t *testing.T) {
 			betweens.Go(func() { c.between(context.Background()) })
 		}
 	}
-	time.Sleep(resendPause - time.Since(start)) // go-redis sends the calls again
+	time.Sleep(testenv.ResendPause - time.Since(start)) // go-redis sends the calls again
 	for _, srv := range paused {
 		srv.Resume()
 	}
@@ -436,7 +432,7 @@ func TestCallsResentByTheRedisClient(t *testing.T) {
 	betweens.Wait()
 	// Every call but the Redlock's runs one EVALSHA on the server per copy,
 	// and so do the betweens that go through dlock.
-	if n, want := evalshaCalls(t, e.admin)-before, 2*(len(calls)-1)+4; n < want {
+	if n, want := testenv.EvalshaCalls(t, e.admin)-before, 2*(len(calls)-1)+4; n < want {
 		t.Errorf("the server ran %d EVALSHA, want %d or more: go-redis did not send every call again, and the test shows little", n, want)
 	}
 	for i, c := range calls {
@@ -446,20 +442,4 @@ func TestCallsResentByTheRedisClient(t *testing.T) {
 			c.check(t, ctx, errs[i])
 		})
 	}
-}
-
-// evalshaCalls returns how many EVALSHA commands the server ran.
-func evalshaCalls(t *testing.T, rdb *redis.Client) int {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(info) {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
-			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-			return n
-		}
-	}
-	return 0
 }

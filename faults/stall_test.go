@@ -27,7 +27,7 @@ import (
 // of waiters before: woken waiters beaten to the lock, handovers, the
 // stalled worker's own waits. The stalled worker also takes part in the
 // contention between stalls, through its proxy, half of the time with
-// go-redis's default options (MaxRetries 3, ReadTimeout 3s) and half with
+// go-redis's default options (MaxRetries 3, ReadTimeout 5s) and half with
 // no retries.
 //
 // TestStalledHolderExpiry makes stallRunsDefault stalls, and stallRunsSlow

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,23 +15,6 @@ import (
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
-
-// slowFaultsEnv names the environment variable that runs the slow fault
-// tests (see the package documentation).
-const slowFaultsEnv = "DLOCK_SLOW_FAULTS"
-
-// slowFault skips a slow fault test unless DLOCK_SLOW_FAULTS=1.
-func slowFault(t *testing.T) {
-	t.Helper()
-	if os.Getenv(slowFaultsEnv) != "1" {
-		t.Skip("a slow fault test: set " + slowFaultsEnv + "=1 to run it")
-	}
-}
-
-// resendPause is how long Redis is paused while a call is in flight: more
-// than two of go-redis's default ReadTimeouts (3 s), so that go-redis sends
-// the command three times, each copy to run once Redis is back.
-const resendPause = 7 * time.Second
 
 // pauseFor pauses srv, returns at once, and resumes srv d after the pause
 // began, at the latest when the test ends. resumed is closed once it has.
@@ -57,7 +39,7 @@ func pauseFor(t *testing.T, srv *redistest.Server, d time.Duration) (resumed <-c
 }
 
 // Redis is paused for 7 s while the Middleware stores a response, with
-// go-redis's default options (MaxRetries 3, ReadTimeout 3 s): the store
+// go-redis's default options (MaxRetries 3, ReadTimeout 5 s): the store
 // does not answer within the lock's ttl, so whether it was stored is not
 // known; the log says so, and not that it was not stored. The client has
 // the handler's response. Once Redis is back, every copy of the store has
@@ -87,7 +69,7 @@ func TestMiddlewareStoreUnansweredResent(t *testing.T) {
 	first := make(chan reply, 1)
 	go func() { first <- post(ctx, t, web.URL, `"k"`, "") }()
 	receive(t, wrote)
-	resumed := pauseFor(t, srv, resendPause)
+	resumed := pauseFor(t, srv, testenv.ResendPause)
 	close(paused)
 	if r := receive(t, first); r.status != http.StatusCreated || r.body != "1" {
 		t.Errorf("the first request got %d %q, want the handler's 201", r.status, r.body)
@@ -111,7 +93,7 @@ func TestMiddlewareStoreUnansweredResent(t *testing.T) {
 // wrapping ErrMaybeStored, not ErrNotStored.
 func TestDoStoreUnansweredResent(t *testing.T) {
 	t.Parallel()
-	slowFault(t)
+	testenv.SlowFaults(t)
 	for name, opts := range map[string]func(*redis.Options){
 		"default options": func(*redis.Options) {},
 		"MaxRetries -1":   noRetries,
@@ -129,7 +111,7 @@ func testDoStoreUnanswered(t *testing.T, opts func(*redis.Options)) {
 	ctx := testenv.Timeout(t, 30*time.Second)
 	var resumed <-chan struct{}
 	result, _, err := store.Do(ctx, "k", nil, func(context.Context) ([]byte, error) {
-		resumed = pauseFor(t, srv, resendPause) // Redis hangs as the result is stored
+		resumed = pauseFor(t, srv, testenv.ResendPause) // Redis hangs as the result is stored
 		return []byte("first"), nil
 	})
 	if !errors.Is(err, idempotency.ErrMaybeStored) || errors.Is(err, idempotency.ErrNotStored) || string(result) != "first" {

@@ -3,7 +3,6 @@ package jobs_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,21 +18,11 @@ import (
 	"github.com/dlock-go/dlock/redistest"
 )
 
-// The fault tests below pause Redis (SIGSTOP) for pauseFor while a record
-// is written, with go-redis's default options (MaxRetries 3, ReadTimeout
-// 3s): go-redis sends the write again on another connection when no reply
-// came within ReadTimeout, and every copy runs once Redis answers. Each
-// takes about pauseFor; the first runs by default, the others with
-// DLOCK_SLOW_FAULTS=1 (as the package doc says).
-const pauseFor = 7 * time.Second
-
-// slowFaults skips a slow fault test unless DLOCK_SLOW_FAULTS=1.
-func slowFaults(t *testing.T) {
-	t.Helper()
-	if os.Getenv("DLOCK_SLOW_FAULTS") != "1" {
-		t.Skip("a slow fault test: set DLOCK_SLOW_FAULTS=1 to run it")
-	}
-}
+// The fault tests below pause Redis (SIGSTOP) for testenv.ResendPause while
+// a record is written, with go-redis's default options: go-redis sends the
+// write again on another connection when no reply came within its
+// ReadTimeout, and every copy runs once Redis answers. The first runs by
+// default, the others with DLOCK_SLOW_FAULTS=1 (as the package doc says).
 
 // holdWrite is a go-redis hook that stops the first script call on a key
 // ending in suffix once armed, before it is sent, until the test lets it
@@ -111,7 +100,7 @@ func scriptCalls(t *testing.T, rdb *redis.Client) int64 {
 
 // pausedWrite runs a job whose record of kind (a suffix of its key:
 // "/run", "/attempt/1", "/done", ...) is written while Redis is paused for
-// pauseFor, by a client with go-redis's default options, and returns what
+// testenv.ResendPause, by a client with go-redis's default options, and returns what
 // Run returned. It checks that go-redis did send the write again. The
 // write held is the first on a key with that suffix, after the job ran if
 // afterJob (the done and failed records; Begin reads the done record).
@@ -146,7 +135,7 @@ func pausedWrite(t *testing.T, srv *redistest.Server, name string, slot time.Tim
 	before := scriptCalls(t, admin)
 	srv.Pause()
 	close(hold.release)
-	time.Sleep(pauseFor) // longer than ReadTimeout: go-redis sends the write again
+	time.Sleep(testenv.ResendPause) // longer than ReadTimeout: go-redis sends the write again
 	srv.Resume()
 	r := <-done
 	if n := scriptCalls(t, admin) - before; n < 3 { // the write, sent again, and the release of the lease
@@ -192,7 +181,7 @@ func checkDoneOnce(t *testing.T, srv *redistest.Server, name string, slot time.T
 // Redis is paused and sent again: the job runs once, here.
 func TestRunRecordsSentAgain(t *testing.T) {
 	t.Parallel()
-	slowFaults(t)
+	testenv.SlowFaults(t)
 	for _, suffix := range []string{"/run", "/attempt/1"} {
 		t.Run(strings.TrimPrefix(suffix, "/"), func(t *testing.T) {
 			t.Parallel()
@@ -213,7 +202,7 @@ func TestRunRecordsSentAgain(t *testing.T) {
 // attempt, which another host tries again (WithAttempts).
 func TestFailedRecordSentAgain(t *testing.T) {
 	t.Parallel()
-	slowFaults(t)
+	testenv.SlowFaults(t)
 	srv := redistest.NewServer(t)
 	name, slot := testenv.NewKey(t), time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
 	failure := errorString("disk full")

@@ -3,16 +3,15 @@ package dlockotel_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/jobs"
 	"github.com/dlock-go/dlock/observe"
 )
@@ -94,7 +93,7 @@ func TestRecordsAndKeptLocks(t *testing.T) {
 	for range leaders {
 	}
 	eventually(t, 10*time.Second, "every hold's end told", open.ended)
-	eventually(t, 10*time.Second, "every key expired", func() bool { return onlyMarkersLeft(ctx, tm.srv.Client()) })
+	eventually(t, 10*time.Second, "every key expired", func() bool { return testenv.OnlyMarkersLeft(ctx, tm.srv.Client()) })
 
 	if n := tm.sum(t, "dlock.lost"); n != 0 {
 		t.Errorf("%d locks lost, want none", n)
@@ -153,20 +152,4 @@ func next(t *testing.T, leaders <-chan election.Leader) election.Leader {
 		t.Fatal("no word from Observe within 10s")
 	}
 	return election.Leader{}
-}
-
-// onlyMarkersLeft reports whether every key left in rdb is a marker that a
-// release or a forced release leaves for go-redis's resend window
-// ("dlock:freed...", "dlock:forced..."), which is longer than the test.
-func onlyMarkersLeft(ctx context.Context, rdb *redis.Client) bool {
-	keys, err := rdb.Keys(ctx, "*").Result()
-	if err != nil {
-		return false
-	}
-	for _, k := range keys {
-		if !strings.HasPrefix(k, "dlock:freed") && !strings.HasPrefix(k, "dlock:forced") {
-			return false
-		}
-	}
-	return true
 }

@@ -15,10 +15,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/jobs"
 	"github.com/dlock-go/dlock/observe"
 	dlockprom "github.com/dlock-go/dlock/prometheus"
@@ -243,7 +243,7 @@ func TestAlertRules(t *testing.T) {
 	before := scrape(t, metrics)
 	quietWork(t, locker)
 	eventually(t, 10*time.Second, "every hold's end told", open.ended)
-	eventually(t, 10*time.Second, "every key expired", func() bool { return onlyMarkersLeft(ctx, srv.Client()) })
+	eventually(t, 10*time.Second, "every key expired", func() bool { return testenv.OnlyMarkersLeft(ctx, srv.Client()) })
 	quiet := scrape(t, metrics)
 	for name, v := range quiet {
 		if v != 0 && !strings.HasPrefix(name, "dlock_records_total") {
@@ -306,20 +306,4 @@ func next(t *testing.T, leaders <-chan election.Leader) election.Leader {
 		t.Fatal("no word from Observe within 10s")
 	}
 	return election.Leader{}
-}
-
-// onlyMarkersLeft reports whether every key left in rdb is a marker that a
-// release or a forced release leaves for go-redis's resend window
-// ("dlock:freed...", "dlock:forced..."), which is longer than the test.
-func onlyMarkersLeft(ctx context.Context, rdb *redis.Client) bool {
-	keys, err := rdb.Keys(ctx, "*").Result()
-	if err != nil {
-		return false
-	}
-	for _, k := range keys {
-		if !strings.HasPrefix(k, "dlock:freed") && !strings.HasPrefix(k, "dlock:forced") {
-			return false
-		}
-	}
-	return true
 }

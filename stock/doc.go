@@ -64,7 +64,7 @@
 // # Calls sent twice
 //
 // go-redis sends a command again when its reply has not come within the
-// client's ReadTimeout (default 3 s), or its connection broke: on another
+// client's ReadTimeout (default 5 s), or its connection broke: on another
 // connection, up to MaxRetries times (default 3), and every copy that
 // reached Redis runs when Redis gets to it. So every call that changes the
 // stock (Set, Add, Delete, Reserve, Commit, Cancel and the *All calls,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,19 +17,6 @@ import (
 	"github.com/dlock-go/dlock/redistest"
 	"github.com/dlock-go/dlock/stock"
 )
-
-// pauseFor is how long the fault tests pause Redis while calls are in
-// flight: past two of go-redis's default ReadTimeouts (3 s), so that
-// go-redis sends each call again, at least once, on another connection.
-const pauseFor = 7 * time.Second
-
-// slowFaults skips t unless DLOCK_SLOW_FAULTS=1 (see the package doc).
-func slowFaults(t *testing.T) {
-	t.Helper()
-	if os.Getenv("DLOCK_SLOW_FAULTS") != "1" {
-		t.Skip("a slow fault test: set DLOCK_SLOW_FAULTS=1 to run it")
-	}
-}
 
 // spy counts the scripts a client writes to Redis: each copy go-redis
 // sends of a call.
@@ -77,7 +63,7 @@ func (e *faultEnv) pause() {
 }
 
 // spied returns an Inventory on a client of go-redis's default options
-// (MaxRetries 3, ReadTimeout 3 s) and the spy of its writes; the client
+// (MaxRetries 3, ReadTimeout 5 s) and the spy of its writes; the client
 // has the scripts loaded and a connection open.
 func (e *faultEnv) spied() (*stock.Inventory, *spy, *redis.Client) {
 	e.t.Helper()
@@ -225,7 +211,7 @@ func TestResentCallsTakeEffectOnce(t *testing.T) {
 	letGo() // the queued calls go out as one pipeline of two merged scripts
 	testenv.Eventually(t, 10*time.Second, "the merged batch sent", func() bool { return mergedSpy.scripts.Load() >= mergedSent+2 })
 
-	time.Sleep(time.Until(paused.Add(pauseFor)))
+	time.Sleep(time.Until(paused.Add(testenv.ResendPause)))
 	e.srv.Resume()
 
 	for _, f := range flights {
@@ -286,7 +272,7 @@ func TestResentSetDoesNotOversell(t *testing.T) {
 	sent := adminSpy.scripts.Load()
 	set := start(t, "Set(10)", adminSpy, 1, func() error { return admin.Set(ctx, "console", 10) })
 	reserve := start(t, "Reserve(10)", shopSpy, 1, func() error { return shop.Reserve(ctx, "console", "o1", 10, time.Hour) })
-	time.Sleep(time.Until(paused.Add(pauseFor)))
+	time.Sleep(time.Until(paused.Add(testenv.ResendPause)))
 	e.srv.Resume()
 
 	if err := <-set; err != nil {
@@ -314,7 +300,7 @@ func TestResentSetDoesNotOversell(t *testing.T) {
 // copies, one ReadTimeout each): it returns ErrOutcomeUnknown, and takes
 // effect once when Redis answers. DLOCK_SLOW_FAULTS=1: about 20 s.
 func TestResentCallOutcomeUnknown(t *testing.T) {
-	slowFaults(t)
+	testenv.SlowFaults(t)
 	t.Parallel()
 	e := newFaultEnv(t)
 	ctx := context.Background()
