@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/door"
 	"github.com/dlock-go/dlock/internal/owner"
 	"github.com/dlock-go/dlock/internal/redisclient"
 	"github.com/dlock-go/dlock/internal/renew"
@@ -111,9 +112,6 @@ func (c *Client) usable() error {
 // millisecond; Redis counts it in whole milliseconds, rounding down.
 func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
 	cfg, err := c.check(key, ttl, opts)
-	if err == nil && cfg.minHold > 0 {
-		err = errMinHoldOutsideDo
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +119,8 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 }
 
 // acquire obtains a hold of kind on the name keys[0], for every kind and
-// every entry point: waiting as Obtain does if wait (and not WithoutWait),
+// every entry point: waiting as Obtain does if wait (and not a Do with
+// WithoutWait),
 // else in one attempt as TryObtain. limit is a semaphore's, boxed.
 func (c *Client) acquire(ctx context.Context, kind *holdKind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, error) {
 	if c.obs != nil {
@@ -142,8 +141,6 @@ func (c *Client) acquireSeen(ctx context.Context, kind *holdKind, keys []string,
 	return lock, w.seen, err
 }
 
-var errMinHoldOutsideDo = fmt.Errorf("%w: WithMinHold is for Client.Do; a Lock from Obtain or TryObtain keeps itself with ReleaseAfter", ErrInvalidOption)
-
 // Obtain obtains the lock named key for ttl, waiting while another holder
 // has it, until ctx is done. Like sync.Mutex.Lock, but with a context.
 //
@@ -157,7 +154,7 @@ var errMinHoldOutsideDo = fmt.Errorf("%w: WithMinHold is for Client.Do; a Lock f
 // waiter that was woken and beaten to it gets the lock handed over at the
 // next release, so no waiter loses every time. A waiter that dies holds the
 // others up little: if its Client's connection is gone the release passes
-// it over, and otherwise its place lapses FairLease after it was woken (or
+// it over, and otherwise its place lapses 2s after it was woken (or
 // 6s after it last tried). On a Redlock there is no queue, and
 // a release wakes every waiter.
 //
@@ -166,7 +163,7 @@ var errMinHoldOutsideDo = fmt.Errorf("%w: WithMinHold is for Client.Do; a Lock f
 // release without telling, such as a plain DEL from another library; while
 // it listens, those delays are at least 25ms. In the queue, only its first
 // waiter keeps to the Backoff; the others try every 2s, to keep their
-// place. WithoutWait makes Obtain one attempt, as TryObtain.
+// place. TryObtain makes one attempt instead.
 //
 // When ctx ends while another holder has the lock, the error matches both
 // ErrNotObtained and the context's error (context.DeadlineExceeded or
@@ -176,9 +173,6 @@ var errMinHoldOutsideDo = fmt.Errorf("%w: WithMinHold is for Client.Do; a Lock f
 // does Close: a waiting Obtain returns ErrClosed, after leaving the queue.
 func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
 	cfg, err := c.check(key, ttl, opts)
-	if err == nil && cfg.minHold > 0 {
-		err = errMinHoldOutsideDo
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +246,7 @@ func (c *Client) try(ctx context.Context, a attempt, cfg obtainConfig) (lock *Lo
 	case wrongType:
 		return nil, r, a.kind.wrongTypeError(key)
 	case guarded:
-		return nil, r, &GuardError{Key: a.keys[len(a.keys)-1], Value: r.token}
+		return nil, r, &door.GuardError{Key: a.keys[len(a.keys)-1], Value: r.token}
 	case limitMismatch:
 		return nil, r, fmt.Errorf("%w: %s: its permits were taken with a limit of %d, not %v", ErrLimitMismatch, quoteKey(key), r.value, a.limit)
 	}
@@ -302,10 +296,6 @@ func replyLost(err error) bool {
 	}
 	return true
 }
-
-// Logger returns the logger the Client reports to (WithLogger), so that
-// code built on the Client reports to the same place.
-func (c *Client) Logger() *slog.Logger { return c.logger }
 
 // releaseInBackground runs releaseLate in a goroutine the Client tracks.
 func (c *Client) releaseInBackground(acquire attempt) {

@@ -26,11 +26,11 @@ import (
 // otherwise fn's error joined with the lock's: one wrapping ErrLockLost if
 // it was lost while fn ran, or the error of the release. The release is
 // sent even if ctx has ended by then, and waits at most ttl.
-func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...ObtainOption) (err error) {
+func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...DoOption) (err error) {
 	if fn == nil {
 		return ErrNilFunc
 	}
-	cfg, err := c.check(key, ttl, append([]ObtainOption{WithAutoRenew(true)}, opts...))
+	cfg, err := c.check(key, ttl, doObtainOptions(opts))
 	if err != nil {
 		return err
 	}

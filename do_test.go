@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -239,12 +240,18 @@ func TestDoWithMinHold(t *testing.T) {
 	if !errors.Is(err, dlock.ErrNotObtained) || runs != 1 {
 		t.Errorf("a second Do during the hold = %v, and the job ran %d times; want ErrNotObtained and 1", err, runs)
 	}
-	for _, obtain := range []func(context.Context, string, time.Duration, ...dlock.ObtainOption) (*dlock.Lock, error){e.locker.Obtain, e.locker.TryObtain} {
-		if _, err := obtain(context.Background(), key+":other", time.Second, dlock.WithMinHold(hold)); !errors.Is(err, dlock.ErrInvalidOption) {
-			t.Errorf("Obtain or TryObtain WithMinHold = %v, want ErrInvalidOption", err)
-		}
+	// Obtain, TryObtain and the acquire methods take ObtainOptions only:
+	// Obtain(ctx, key, ttl, WithMinHold(d)) does not compile.
+	if reflect.TypeFor[dlock.DoOption]().AssignableTo(reflect.TypeFor[dlock.ObtainOption]()) {
+		t.Error("a DoOption is an ObtainOption: WithMinHold and WithoutWait would compile in Obtain")
+	}
+	if !reflect.TypeFor[dlock.ObtainOption]().Implements(reflect.TypeFor[dlock.DoOption]()) {
+		t.Error("an ObtainOption is not a DoOption: Do would not take WithAutoRenew and the others")
 	}
 	if err := e.locker.Do(context.Background(), key, time.Second, job, dlock.WithMinHold(-time.Second)); !errors.Is(err, dlock.ErrInvalidOption) {
 		t.Errorf("WithMinHold(-1s) = %v, want ErrInvalidOption", err)
+	}
+	if err := e.locker.Do(context.Background(), key, time.Second, job, dlock.ObtainOption(nil)); !errors.Is(err, dlock.ErrInvalidOption) {
+		t.Errorf("a nil ObtainOption in Do = %v, want ErrInvalidOption", err)
 	}
 }

@@ -69,8 +69,8 @@ var (
 	// background), or the Redis client gave up waiting (a timeout, a
 	// connection closed after the command was sent). The call then had
 	// its effect once, or not at all; never twice. An acquire that may
-	// have taken the lock is released in the background. After a Release,
-	// Refresh or ReleaseStoring that returns it, the Lock stays as it was:
+	// have taken the lock is released in the background. After a Release
+	// or Refresh that returns it, the Lock stays as it was:
 	// calling it again is safe, and answers for both calls (a Release that
 	// finds the first one released the lock returns ErrNotHeld, and Err
 	// then wraps ErrReleased). Every error that matches it also matches

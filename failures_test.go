@@ -14,6 +14,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
+	"github.com/dlock-go/dlock/observe"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -125,7 +126,7 @@ func TestEndedObtainNamesRefusal(t *testing.T) {
 	}
 	refusedAndEnded(t, "Obtain ended after Redis went away", err, context.Canceled)
 	for _, ev := range rec.of(key) {
-		if ev.Type == dlock.EventNodeError {
+		if ev.Type == observe.EventNodeError {
 			t.Errorf("node error told before any call failed: %+v", ev)
 		}
 	}

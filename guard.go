@@ -2,49 +2,15 @@ package dlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/dlock-go/dlock/internal/slot"
 )
 
-// ErrGuarded means an acquire found its guard key (WithGuard) and did not
-// take the lock: the work the lock protects is done already. The error is
-// a *GuardError, which holds the guard key's value.
-var ErrGuarded = errors.New("dlock: guard key exists")
-
-// GuardError is the error of an acquire that found its guard key: it holds
-// the key's value, read in the same step. errors.Is(err, ErrGuarded)
-// matches it.
-type GuardError struct {
-	Key   string // the guard key
-	Value string // its value when the acquire found it
-}
-
-// Error says which guard key the acquire found.
-func (e *GuardError) Error() string {
-	return fmt.Sprintf("dlock: guard key %s exists: the lock was not taken", quoteKey(e.Key))
-}
-
-// Is reports whether target is ErrGuarded.
-func (e *GuardError) Is(target error) bool { return target == ErrGuarded }
-
-// WithGuard makes every attempt of the acquire look at key first, in the
-// same step: while key exists the lock is not taken, and Obtain, TryObtain
-// and Do return a *GuardError (matching ErrGuarded) with key's value. A
-// waiter that a release wakes finds the guard its holder stored (see
-// Lock.ReleaseStoring), so "run once, then remember the result" costs one
-// round trip to find the result, and two to make it: the acquire, and the
-// release that stores it.
-//
-// key must hash to the lock key's Cluster slot (give both the same hash
-// tag, as "{order:42}:lock" and "{order:42}:result"), on every deployment,
-// so code that works on one server works on a Cluster; otherwise the call
-// returns an error wrapping ErrInvalidKey. A guard needs one deployment:
-// a Redlock Client refuses it (ErrInvalidOption), as it does for shared
-// holds (Semaphore, RWMutex).
-func WithGuard(key string) ObtainOption {
+// withGuard is door.WithGuard: every attempt of the acquire looks at key
+// first, in the same step, and does not take the lock while key exists.
+func withGuard(key string) ObtainOption {
 	return func(c *obtainConfig) { c.guard = key }
 }
 
@@ -62,25 +28,12 @@ func (c *Client) checkGuard(key string, cfg obtainConfig) error {
 	return nil
 }
 
-// ReleaseStoring releases the lock and stores value at key for ttl, in one
-// step, if the lock is still ours: the result of the work the lock
-// protected, which a caller whose lock expired meanwhile can never write.
-// With WithGuard(key), the next acquire finds it and does not take the
-// lock. It returns an error wrapping ErrNotHeld, and writes nothing, if the
-// lock is not ours any more.
-//
-// It has one effect whatever go-redis sends again: nil means value is
-// stored, also when a copy of the call sent again found the lock gone (the
-// first copy stored it), and ErrNotHeld means this call stored nothing. An
-// error wrapping ErrOutcomeUnknown means the answer did not come back:
-// value is stored or not; calling it again is safe (ErrNotHeld, with Err
-// wrapping ErrReleased, if the first call stored it).
-//
-// key must hash to the lock key's Cluster slot, as for WithGuard. ttl must
-// be at least a millisecond. It works for locks of a single deployment:
-// on a Redlock Client, and for a semaphore's permit or an RW lock's hold,
-// it returns an error wrapping ErrInvalidOption.
-func (l *Lock) ReleaseStoring(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+// releaseStoring is door.ReleaseStoring: it releases the lock and stores
+// value at key for ttl, in one step, if the lock is still ours. A copy of
+// the call that go-redis sends again and that finds the lock gone answers
+// nil, as the first copy stored the value; calling it again after an
+// unknown outcome returns ErrNotHeld, with Err wrapping ErrReleased.
+func (l *Lock) releaseStoring(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	switch {
 	case l.client.quorum != nil || l.kind != lockKind:
 		return fmt.Errorf("%w: ReleaseStoring needs a lock on one Redis deployment", ErrInvalidOption)

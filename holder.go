@@ -19,7 +19,8 @@ const MaxHolderNameLen = 256
 // in each holding's token in Redis, next to the random part, so it costs
 // no round trip; it is sent with every refresh and release: keep it short.
 //
-// The default is DefaultHolderName(). An empty name stores none. A name
+// The default is the host name, the process id and the program's name, as
+// in "host-b pid 4121 (report)". An empty name stores none. A name
 // longer than MaxHolderNameLen is an error wrapping ErrInvalidOption.
 func WithHolderName(name string) Option {
 	return func(c *clientConfig) {
@@ -31,10 +32,9 @@ func WithHolderName(name string) Option {
 	}
 }
 
-// DefaultHolderName returns the holder name of a Client made without
-// WithHolderName: the host name, the process id and the program's name,
-// as in "host-b pid 4121 (report)".
-func DefaultHolderName() string {
+// defaultHolderName returns the holder name of a Client made without
+// WithHolderName.
+func defaultHolderName() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "unknown-host"

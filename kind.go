@@ -196,9 +196,9 @@ func releaseOp(kind *holdKind, keys []string, boxed []any, arg any, r releaseArg
 	return o.withScript(kind.release, boxed, arg, r.mode, r.ttl.Milliseconds(), fairLeaseMillis, r.notify, r.rel.counted, r.call, r.rel.markerTTL)
 }
 
-// fairLeaseMillis is FairLease for the scripts' ARGV, boxed once: never
+// fairLeaseMillis is fairLease for the scripts' ARGV, boxed once: never
 // changed.
-var fairLeaseMillis any = FairLease.Milliseconds()
+var fairLeaseMillis any = fairLease.Milliseconds()
 
 // releaseSetting is what every release of a Client tells its script
 // besides the holding and the call, boxed once.

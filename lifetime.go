@@ -14,8 +14,7 @@ import (
 // (Until) runs out before a refresh got through. Without auto-renew, Done
 // closes at Until unless Refresh moved it; a record (AsRecord) then ends as
 // released, not lost. Done closes no later than shortly after Until, which
-// is ahead of the key's expiry in Redis by the drift margin (see
-// DriftFactor).
+// is ahead of the key's expiry in Redis by the drift margin (see Until).
 //
 // The first call of Done sets up the channel; a Lock on which Done is never
 // called costs nothing for it.

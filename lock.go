@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlock-go/dlock/internal/renew"
 	"github.com/dlock-go/dlock/internal/round"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Lock is a lock obtained from a Client. It is safe for concurrent use.
@@ -95,7 +96,9 @@ func (l *Lock) Fence() int64 {
 
 // Until returns a conservative deadline of the lock: the time the last
 // successful acquire or refresh was sent, plus its ttl, less a drift margin
-// (see DriftFactor). Work that must be protected by the lock should be done
+// of one percent of the ttl plus two milliseconds, as in the Redlock
+// algorithm: it covers clock drift between the client and Redis and the
+// time Redis takes to act. Work that must be protected by the lock should be done
 // before it. For a ttl of a few milliseconds it can already be past.
 func (l *Lock) Until() time.Time {
 	return l.client.epoch.Add(time.Duration(l.until.Load()))
@@ -140,7 +143,7 @@ func (l *Lock) Release(ctx context.Context) error {
 // lost if it found the lock gone.
 func (l *Lock) release(ctx context.Context, o op, released error) (err error) {
 	if l.obs != nil {
-		ctx = l.startCall(ctx, EventRelease)
+		ctx = l.startCall(ctx, observe.EventRelease)
 		defer l.observeRelease(ctx, time.Now(), &err)
 	}
 	if err := l.check("release"); err != nil {
@@ -207,7 +210,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) (err error) {
 		return err
 	}
 	if l.obs != nil {
-		ctx = l.startCall(ctx, EventRefresh)
+		ctx = l.startCall(ctx, observe.EventRefresh)
 		defer l.observeRefresh(ctx, time.Now(), &err)
 	}
 	if err := l.check("refresh"); err != nil {

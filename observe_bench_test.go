@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/observe"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -26,7 +27,7 @@ func BenchmarkObserver(b *testing.B) {
 		opts []dlock.Option
 	}{
 		{"none", nil},
-		{"noop", []dlock.Option{dlock.WithObserver(dlock.ObserverFunc(func(dlock.Event) {}))}},
+		{"noop", []dlock.Option{dlock.WithObserver(observe.ObserverFunc(func(observe.Event) {}))}},
 	} {
 		// A Redis client of its own: each Client adds a hook to it, which
 		// the other rows would pay for.

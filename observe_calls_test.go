@@ -14,6 +14,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Do tells of its obtain, its release and itself, each call under the
@@ -27,24 +28,24 @@ func TestObserveDo(t *testing.T) {
 	if !errors.Is(err, failed) {
 		t.Fatal(err)
 	}
-	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventRelease, dlock.EventDo)
-	if !slices.Equal(rec.starts, []dlock.EventType{dlock.EventDo, dlock.EventObtain, dlock.EventRelease}) {
+	wantTypes(t, rec.types(key), observe.EventObtain, observe.EventRelease, observe.EventDo)
+	if !slices.Equal(rec.starts, []observe.EventType{observe.EventDo, observe.EventObtain, observe.EventRelease}) {
 		t.Errorf("calls started %v, want do, obtain, release", rec.starts)
 	}
-	want := map[dlock.EventType][]dlock.EventType{
-		dlock.EventObtain:  {dlock.EventDo, dlock.EventObtain},
-		dlock.EventRelease: {dlock.EventDo, dlock.EventRelease},
-		dlock.EventDo:      {dlock.EventDo},
+	want := map[observe.EventType][]observe.EventType{
+		observe.EventObtain:  {observe.EventDo, observe.EventObtain},
+		observe.EventRelease: {observe.EventDo, observe.EventRelease},
+		observe.EventDo:      {observe.EventDo},
 	}
 	for _, ev := range rec.of(key) {
-		if marks, _ := ev.Context.Value(callMark{}).([]dlock.EventType); !slices.Equal(marks, want[ev.Type]) {
+		if marks, _ := ev.Context.Value(callMark{}).([]observe.EventType); !slices.Equal(marks, want[ev.Type]) {
 			t.Errorf("%v event's context carries the calls %v, want %v", ev.Type, marks, want[ev.Type])
 		}
 	}
-	if do := rec.last(t, key, dlock.EventDo); !errors.Is(do.Err, failed) || do.Duration <= 0 {
+	if do := rec.last(t, key, observe.EventDo); !errors.Is(do.Err, failed) || do.Duration <= 0 {
 		t.Errorf("do event %+v", do)
 	}
-	if release := rec.last(t, key, dlock.EventRelease); !release.Ended || release.Err != nil {
+	if release := rec.last(t, key, observe.EventRelease); !release.Ended || release.Err != nil {
 		t.Errorf("release event %+v", release)
 	}
 }
@@ -69,9 +70,9 @@ func TestObserveRedlockStragglerToldOnce(t *testing.T) {
 	if err := e.locker.Close(); err != nil { // waits for every call on its way
 		t.Fatal(err)
 	}
-	var told []dlock.Event
+	var told []observe.Event
 	for _, ev := range rec.of(key) {
-		if ev.Type == dlock.EventNodeError && ev.Op == "acquire" && ev.Node == slow.Addr() {
+		if ev.Type == observe.EventNodeError && ev.Op == "acquire" && ev.Node == slow.Addr() {
 			told = append(told, ev)
 		}
 	}
@@ -104,7 +105,7 @@ func TestObserveRedlockNodeDown(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "a node error on each operation", func() bool {
 		ops := map[string]bool{}
 		for _, ev := range rec.of(key) {
-			if ev.Type == dlock.EventNodeError {
+			if ev.Type == observe.EventNodeError {
 				if ev.Node != down.Addr() || ev.Err == nil || ev.Kind != "" {
 					t.Errorf("node error %+v, want one of %s", ev, down.Addr())
 				}
@@ -113,8 +114,8 @@ func TestObserveRedlockNodeDown(t *testing.T) {
 		}
 		return ops["acquire"] && ops["release"]
 	})
-	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventRelease)
-	if obtain := rec.of(key)[0]; obtain.Node != "" || obtain.Result != dlock.ResultObtained {
+	wantTypes(t, rec.types(key), observe.EventObtain, observe.EventRelease)
+	if obtain := rec.of(key)[0]; obtain.Node != "" || obtain.Result != observe.ResultObtained {
 		t.Errorf("obtain event of a Redlock %+v", obtain)
 	}
 }
@@ -146,9 +147,9 @@ func TestObserveFairHandoff(t *testing.T) {
 	}
 	// The holder tells of its release once it has the answer, when the
 	// waiter may have its lock already: the two goroutines' events mix.
-	wantTypes(t, withoutReleases(rec.types(key)), dlock.EventObtain, dlock.EventWaitStart,
-		dlock.EventWaitEnd, dlock.EventHandoff, dlock.EventObtain)
-	if obtain := rec.last(t, key, dlock.EventObtain); !obtain.Handoff || obtain.Result != dlock.ResultObtained {
+	wantTypes(t, withoutReleases(rec.types(key)), observe.EventObtain, observe.EventWaitStart,
+		observe.EventWaitEnd, observe.EventHandoff, observe.EventObtain)
+	if obtain := rec.last(t, key, observe.EventObtain); !obtain.Handoff || obtain.Result != observe.ResultObtained {
 		t.Errorf("obtain event %+v, want a handoff", obtain)
 	}
 }
@@ -161,41 +162,22 @@ func TestObserverOptions(t *testing.T) {
 		t.Errorf("WithObserver(nil): %v, want ErrInvalidOption", err)
 	}
 	// Every Observer given is told; a plain one gets the caller's context.
-	var first, second []dlock.EventType
+	var first, second []observe.EventType
 	ctx := context.WithValue(context.Background(), callMark{}, "caller's")
 	var seen any
 	e := setup(t,
-		dlock.WithObserver(dlock.ObserverFunc(func(e dlock.Event) { first = append(first, e.Type); seen = e.Context.Value(callMark{}) })),
-		dlock.WithObserver(dlock.ObserverFunc(func(e dlock.Event) { second = append(second, e.Type) })))
+		dlock.WithObserver(observe.ObserverFunc(func(e observe.Event) { first = append(first, e.Type); seen = e.Context.Value(callMark{}) })),
+		dlock.WithObserver(observe.ObserverFunc(func(e observe.Event) { second = append(second, e.Type) })))
 	lock, err := e.locker.TryObtain(ctx, testenv.Key(t), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = lock.Release(ctx)
-	if want := []dlock.EventType{dlock.EventObtain, dlock.EventRelease}; !slices.Equal(first, want) || !slices.Equal(second, want) {
+	if want := []observe.EventType{observe.EventObtain, observe.EventRelease}; !slices.Equal(first, want) || !slices.Equal(second, want) {
 		t.Errorf("observers told %v and %v, want %v each", first, second, want)
 	}
 	if seen != "caller's" {
 		t.Errorf("event context carries %v, want the caller's", seen)
-	}
-}
-
-func TestEventNames(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ got, want string }{
-		{dlock.EventObtain.String(), "obtain"},
-		{dlock.EventNodeError.String(), "node-error"},
-		{dlock.EventType(0).String(), "EventType(0)"},
-		{dlock.ResultTimedOut.String(), "timeout"},
-		{dlock.ResultFailed.String(), "error"},
-		{dlock.ObtainResult(99).String(), "ObtainResult(99)"},
-		{dlock.LostNotHeld.String(), "not_held"},
-		{dlock.LostClosed.String(), "closed"},
-		{dlock.LostReason(0).String(), "LostReason(0)"},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("%q, want %q", tc.got, tc.want)
-		}
 	}
 }
 
@@ -208,11 +190,11 @@ func ExampleWithObserver() {
 	// Client's: it must be quick, must not block, and must be safe for
 	// concurrent use.
 	var obtained, held, ended atomic.Int64
-	observer := dlock.ObserverFunc(func(e dlock.Event) {
+	observer := observe.ObserverFunc(func(e observe.Event) {
 		switch {
-		case e.Type == dlock.EventObtain && e.Result == dlock.ResultObtained:
+		case e.Type == observe.EventObtain && e.Result == observe.ResultObtained:
 			obtained.Add(1)
-		case e.Type == dlock.EventObtain && e.Result == dlock.ResultHeld:
+		case e.Type == observe.EventObtain && e.Result == observe.ResultHeld:
 			held.Add(1)
 		case e.Ended: // a release, or a loss
 			ended.Add(1)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/internal/renew"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // The Client calls into this file only where an Observer is set (c.obs,
@@ -16,17 +17,17 @@ import (
 
 // observers are the Observers of a Client; nil without any.
 type observers struct {
-	all   []Observer
-	calls []CallObserver // those of all that are told when a call starts
+	all   []observe.Observer
+	calls []observe.CallObserver // those of all that are told when a call starts
 }
 
-func newObservers(all []Observer) *observers {
+func newObservers(all []observe.Observer) *observers {
 	if len(all) == 0 {
 		return nil
 	}
 	o := &observers{all: all}
 	for _, each := range all {
-		if c, ok := each.(CallObserver); ok {
+		if c, ok := each.(observe.CallObserver); ok {
 			o.calls = append(o.calls, c)
 		}
 	}
@@ -34,7 +35,7 @@ func newObservers(all []Observer) *observers {
 }
 
 // tell tells every Observer of e.
-func (o *observers) tell(e Event) {
+func (o *observers) tell(e observe.Event) {
 	for _, each := range o.all {
 		each.Observe(e)
 	}
@@ -43,9 +44,9 @@ func (o *observers) tell(e Event) {
 // start tells the CallObservers that a call of type t on a hold of kind
 // on key, a record if record, starts, and returns the context the call
 // runs under.
-func (o *observers) start(ctx context.Context, t EventType, kind *holdKind, key, node string, record bool) context.Context {
+func (o *observers) start(ctx context.Context, t observe.EventType, kind *holdKind, key, node string, record bool) context.Context {
 	for _, c := range o.calls {
-		if next := c.StartCall(Event{Type: t, Kind: kind.name, Key: key, Node: node, Context: ctx, Record: record}); next != nil {
+		if next := c.StartCall(observe.Event{Type: t, Kind: kind.name, Key: key, Node: node, Context: ctx, Record: record}); next != nil {
 			ctx = next
 		}
 	}
@@ -60,7 +61,7 @@ func (o *observers) nodeError(e *NodeError) {
 	if errors.As(e.Err, &noAnswer) {
 		return
 	}
-	o.tell(Event{Type: EventNodeError, Key: e.Key, Node: e.Node, Op: e.Op, Err: e.Err})
+	o.tell(observe.Event{Type: observe.EventNodeError, Key: e.Key, Node: e.Node, Op: e.Op, Err: e.Err})
 }
 
 // deployment names the Client's deployment for the events of its calls;
@@ -85,7 +86,7 @@ type waitSeen struct {
 // observeWaitStart tells that w starts to wait.
 func (w *waiter) observeWaitStart(ctx context.Context) {
 	w.seen.waitStart = time.Now()
-	w.c.obs.tell(Event{Type: EventWaitStart, Kind: w.kind.name, Key: w.key, Context: ctx, Node: w.c.deployment(), Record: w.cfg.record})
+	w.c.obs.tell(observe.Event{Type: observe.EventWaitStart, Kind: w.kind.name, Key: w.key, Context: ctx, Node: w.c.deployment(), Record: w.cfg.record})
 }
 
 // observedObtain is acquireHold with an Observer: it obtains a hold of kind
@@ -93,18 +94,18 @@ func (w *waiter) observeWaitStart(ctx context.Context) {
 // RLock, ... do, and tells how it went.
 func (c *Client) observedObtain(ctx context.Context, kind *holdKind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, error) {
 	start, key := time.Now(), keys[0]
-	ctx = c.obs.start(ctx, EventObtain, kind, key, c.deployment(), cfg.record)
+	ctx = c.obs.start(ctx, observe.EventObtain, kind, key, c.deployment(), cfg.record)
 	lock, seen, err := c.acquireSeen(ctx, kind, keys, ttl, limit, wait, cfg)
-	e := Event{Type: EventObtain, Kind: kind.name, Key: key, Context: ctx, Node: c.deployment(), Err: err,
+	e := observe.Event{Type: observe.EventObtain, Kind: kind.name, Key: key, Context: ctx, Node: c.deployment(), Err: err,
 		Result: obtainResult(ctx, err), Attempts: seen.attempts, Woken: seen.woken, Handoff: seen.handoff, Record: cfg.record}
 	end := time.Now()
 	e.Duration = end.Sub(start)
 	if !seen.waitStart.IsZero() {
 		e.Wait = end.Sub(seen.waitStart)
-		c.obs.tell(Event{Type: EventWaitEnd, Kind: e.Kind, Key: key, Context: ctx, Node: e.Node, Wait: e.Wait, Result: e.Result, Record: e.Record})
+		c.obs.tell(observe.Event{Type: observe.EventWaitEnd, Kind: e.Kind, Key: key, Context: ctx, Node: e.Node, Wait: e.Wait, Result: e.Result, Record: e.Record})
 	}
 	if seen.handoff {
-		c.obs.tell(Event{Type: EventHandoff, Kind: e.Kind, Key: key, Context: ctx, Node: e.Node, Record: e.Record})
+		c.obs.tell(observe.Event{Type: observe.EventHandoff, Kind: e.Kind, Key: key, Context: ctx, Node: e.Node, Record: e.Record})
 	}
 	if lock != nil && !lock.renewed {
 		lock.obs.watchExpiry(lock)
@@ -114,18 +115,18 @@ func (c *Client) observedObtain(ctx context.Context, kind *holdKind, keys []stri
 }
 
 // obtainResult tells how an obtain that returned err ended.
-func obtainResult(ctx context.Context, err error) ObtainResult {
+func obtainResult(ctx context.Context, err error) observe.ObtainResult {
 	switch {
 	case err == nil:
-		return ResultObtained
+		return observe.ResultObtained
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-		return ResultTimedOut
+		return observe.ResultTimedOut
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return ResultCanceled
+		return observe.ResultCanceled
 	case errors.Is(err, ErrNotObtained):
-		return ResultHeld
+		return observe.ResultHeld
 	}
-	return ResultFailed
+	return observe.ResultFailed
 }
 
 // lockObs is what a Lock of a Client with an Observer keeps for it.
@@ -165,7 +166,7 @@ func (l *Lock) observeExpiry() {
 		l.observeRecordEnd()
 		return
 	}
-	l.observeLost(l.lostError("its validity ran out without a refresh or a release"), LostExpired)
+	l.observeLost(l.lostError("its validity ran out without a refresh or a release"), observe.LostExpired)
 }
 
 // observeRecordEnd tells that the record l ran out, as its holder meant:
@@ -174,7 +175,7 @@ func (l *Lock) observeRecordEnd() {
 	if !l.obs.ended.CompareAndSwap(false, true) {
 		return
 	}
-	l.client.obs.tell(Event{Type: EventRelease, Kind: l.kind.name, Key: l.key, Node: l.client.deployment(), Record: true,
+	l.client.obs.tell(observe.Event{Type: observe.EventRelease, Kind: l.kind.name, Key: l.key, Node: l.client.deployment(), Record: true,
 		Held: time.Since(l.obs.obtained), Ended: true})
 }
 
@@ -188,41 +189,41 @@ func (l *Lock) observeEnd(err error) {
 	if !errors.Is(err, ErrLockLost) {
 		return // released: observeRelease tells
 	}
-	reason := LostNotHeld
+	reason := observe.LostNotHeld
 	switch {
 	case errors.Is(err, ErrClosed):
-		reason = LostClosed
+		reason = observe.LostClosed
 	case !time.Now().Before(l.Until()):
-		reason = LostExpired
+		reason = observe.LostExpired
 	}
 	l.observeLost(err, reason)
 }
 
 // observeLost tells EventLost, unless an event ended l already.
-func (l *Lock) observeLost(err error, reason LostReason) {
+func (l *Lock) observeLost(err error, reason observe.LostReason) {
 	if !l.obs.ended.CompareAndSwap(false, true) {
 		return
 	}
-	l.client.obs.tell(Event{Type: EventLost, Kind: l.kind.name, Key: l.key, Err: err, Reason: reason,
+	l.client.obs.tell(observe.Event{Type: observe.EventLost, Kind: l.kind.name, Key: l.key, Err: err, Reason: reason,
 		Held: time.Since(l.obs.obtained), Ended: true, Record: l.record})
 }
 
 // startCall tells the CallObservers that a call of type t on l starts.
-func (l *Lock) startCall(ctx context.Context, t EventType) context.Context {
+func (l *Lock) startCall(ctx context.Context, t observe.EventType) context.Context {
 	return l.client.obs.start(ctx, t, l.kind, l.key, l.client.deployment(), l.record)
 }
 
 // observeRelease tells how a release that started at start ended.
 func (l *Lock) observeRelease(ctx context.Context, start time.Time, err *error) {
 	now := time.Now()
-	l.client.obs.tell(Event{Type: EventRelease, Kind: l.kind.name, Key: l.key, Context: ctx, Node: l.client.deployment(),
+	l.client.obs.tell(observe.Event{Type: observe.EventRelease, Kind: l.kind.name, Key: l.key, Context: ctx, Node: l.client.deployment(),
 		Err: *err, Duration: now.Sub(start), Held: now.Sub(l.obs.obtained), Record: l.record,
 		Ended: *err == nil && l.obs.ended.CompareAndSwap(false, true)})
 }
 
 // observeRefresh tells how a Lock.Refresh that started at start ended.
 func (l *Lock) observeRefresh(ctx context.Context, start time.Time, err *error) {
-	l.client.obs.tell(Event{Type: EventRefresh, Kind: l.kind.name, Key: l.key, Context: ctx, Node: l.client.deployment(),
+	l.client.obs.tell(observe.Event{Type: observe.EventRefresh, Kind: l.kind.name, Key: l.key, Context: ctx, Node: l.client.deployment(),
 		Err: *err, Duration: time.Since(start), Record: l.record})
 }
 
@@ -234,7 +235,7 @@ func (c *Client) observeRefreshes(locks []*renewedLock, results []renew.Result) 
 		if l.gone.Load() || l.obs == nil {
 			continue // released or lost meanwhile
 		}
-		e := Event{Type: EventRefresh, Kind: l.kind.name, Key: l.key, Node: c.deployment(), Auto: true, Err: results[i].Err, Record: l.record}
+		e := observe.Event{Type: observe.EventRefresh, Kind: l.kind.name, Key: l.key, Node: c.deployment(), Auto: true, Err: results[i].Err, Record: l.record}
 		if e.Err == nil && !results[i].Held {
 			e.Err = l.notHeld("refresh")
 		}
@@ -245,12 +246,12 @@ func (c *Client) observeRefreshes(locks []*renewedLock, results []renew.Result) 
 // startDo tells the CallObservers that a Do on a hold of kind on key
 // starts, and returns the context it runs under.
 func (c *Client) startDo(ctx context.Context, kind *holdKind, key string) context.Context {
-	return c.obs.start(ctx, EventDo, kind, key, c.deployment(), false)
+	return c.obs.start(ctx, observe.EventDo, kind, key, c.deployment(), false)
 }
 
 // observeDo tells how a Do on a hold of kind on key, started at start,
 // ended.
 func (c *Client) observeDo(ctx context.Context, kind *holdKind, key string, start time.Time, err *error) {
-	c.obs.tell(Event{Type: EventDo, Kind: kind.name, Key: key, Context: ctx, Node: c.deployment(),
+	c.obs.tell(observe.Event{Type: observe.EventDo, Kind: kind.name, Key: key, Context: ctx, Node: c.deployment(),
 		Err: *err, Duration: time.Since(start)})
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // A semaphore's permits and an RW lock's holds tell the events a lock
@@ -29,13 +29,13 @@ func TestObserveKindsOfHold(t *testing.T) {
 	if err := permit.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wantTypes(t, rec.types(name+":sem"), dlock.EventObtain, dlock.EventWaitStart, dlock.EventWaitEnd, dlock.EventObtain, dlock.EventRelease)
+	wantTypes(t, rec.types(name+":sem"), observe.EventObtain, observe.EventWaitStart, observe.EventWaitEnd, observe.EventObtain, observe.EventRelease)
 	for _, ev := range rec.of(name + ":sem") {
 		if ev.Kind != "semaphore" {
 			t.Errorf("%v event of a semaphore has kind %q", ev.Type, ev.Kind)
 		}
 	}
-	if got := rec.of(name + ":sem")[3]; got.Result != dlock.ResultTimedOut {
+	if got := rec.of(name + ":sem")[3]; got.Result != observe.ResultTimedOut {
 		t.Errorf("the waiting Acquire: %+v, want timed out", got)
 	}
 
@@ -50,7 +50,7 @@ func TestObserveKindsOfHold(t *testing.T) {
 	if err := rw.Do(ctx, time.Minute, func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	wantTypes(t, rec.types(name+":rw"), dlock.EventObtain, dlock.EventRelease, dlock.EventObtain, dlock.EventRelease, dlock.EventDo)
+	wantTypes(t, rec.types(name+":rw"), observe.EventObtain, observe.EventRelease, observe.EventObtain, observe.EventRelease, observe.EventDo)
 	for i, kind := range []string{"read", "read", "write", "write", "write"} {
 		if ev := rec.of(name + ":rw")[i]; ev.Kind != kind {
 			t.Errorf("%v event %d of an RW lock has kind %q, want %q", ev.Type, i, ev.Kind, kind)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // gone waits until key is no longer in Redis.
@@ -46,15 +47,15 @@ func TestObserveRecordRunsOut(t *testing.T) {
 					t.Errorf("Err of a record that ran out = %v, want ErrReleased", err)
 				}
 			}
-			end := rec.await(t, key, dlock.EventRelease)
+			end := rec.await(t, key, observe.EventRelease)
 			if !end.Ended || !end.Record || end.Err != nil || end.Context != nil || end.Held <= 0 {
 				t.Errorf("end of the record: %+v", end)
 			}
-			if obtain := rec.last(t, key, dlock.EventObtain); !obtain.Record || obtain.Result != dlock.ResultObtained {
+			if obtain := rec.last(t, key, observe.EventObtain); !obtain.Record || obtain.Result != observe.ResultObtained {
 				t.Errorf("obtain of the record: %+v", obtain)
 			}
 			gone(t, e, key)
-			wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventRelease)
+			wantTypes(t, rec.types(key), observe.EventObtain, observe.EventRelease)
 		})
 	}
 }
@@ -90,11 +91,11 @@ func TestObserveKeptNotLost(t *testing.T) {
 			t.Errorf("Err of %s after ReleaseAfter and its expiry = %v, want ErrReleased", l.Key(), err)
 		}
 	}
-	wantTypes(t, rec.types(renewed), dlock.EventObtain, dlock.EventRelease)
-	wantTypes(t, rec.types(plain), dlock.EventObtain, dlock.EventRelease)
-	wantTypes(t, rec.types(did), dlock.EventObtain, dlock.EventRelease, dlock.EventDo)
+	wantTypes(t, rec.types(renewed), observe.EventObtain, observe.EventRelease)
+	wantTypes(t, rec.types(plain), observe.EventObtain, observe.EventRelease)
+	wantTypes(t, rec.types(did), observe.EventObtain, observe.EventRelease, observe.EventDo)
 	for _, key := range []string{renewed, plain, did} {
-		if release := rec.last(t, key, dlock.EventRelease); !release.Ended || release.Record {
+		if release := rec.last(t, key, observe.EventRelease); !release.Ended || release.Record {
 			t.Errorf("release of %s: %+v, want it to end a lock", key, release)
 		}
 	}
@@ -114,7 +115,7 @@ func TestRecordHeld(t *testing.T) {
 	if _, err := e.locker.TryObtain(ctx, key, time.Minute, dlock.AsRecord()); !errors.Is(err, dlock.ErrNotObtained) {
 		t.Fatalf("second record on %s: %v, want ErrNotObtained", key, err)
 	}
-	if held := rec.last(t, key, dlock.EventObtain); held.Result != dlock.ResultHeld || !held.Record {
+	if held := rec.last(t, key, observe.EventObtain); held.Result != observe.ResultHeld || !held.Record {
 		t.Errorf("obtain that found the record held: %+v", held)
 	}
 	if _, err := e.locker.TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
@@ -126,7 +127,7 @@ func TestRecordHeld(t *testing.T) {
 	if err := record.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if release := rec.last(t, key, dlock.EventRelease); !release.Ended || !release.Record || release.Context == nil {
+	if release := rec.last(t, key, observe.EventRelease); !release.Ended || !release.Record || release.Context == nil {
 		t.Errorf("release of a record: %+v", release)
 	}
 	if err := record.Err(); !errors.Is(err, dlock.ErrReleased) {
@@ -142,7 +143,7 @@ func TestRecordHeld(t *testing.T) {
 	if err := record.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
 		t.Fatalf("release of a deleted record: %v, want ErrNotHeld", err)
 	}
-	if lost := rec.last(t, other, dlock.EventLost); lost.Reason != dlock.LostNotHeld || !lost.Record {
+	if lost := rec.last(t, other, observe.EventLost); lost.Reason != observe.LostNotHeld || !lost.Record {
 		t.Errorf("loss of a deleted record: %+v", lost)
 	}
 }
@@ -181,7 +182,7 @@ func TestRecordBadOptions(t *testing.T) {
 		t.Errorf("%d keys in Redis after invalid calls, want none", n)
 	}
 	for _, ev := range rec.of(key) {
-		if ev.Type == dlock.EventObtain && ev.Result == dlock.ResultObtained {
+		if ev.Type == observe.EventObtain && ev.Result == observe.ResultObtained {
 			t.Errorf("an invalid call obtained: %+v", ev)
 		}
 	}
@@ -205,7 +206,7 @@ func TestObserveRecordRedisPaused(t *testing.T) {
 	}
 	e.srv.Pause()
 	<-record.Done()
-	end := rec.await(t, key, dlock.EventRelease)
+	end := rec.await(t, key, observe.EventRelease)
 	e.srv.Resume()
 	if err := record.Err(); !errors.Is(err, dlock.ErrReleased) {
 		t.Errorf("Err of a record run out while Redis was paused = %v, want ErrReleased", err)
@@ -213,7 +214,7 @@ func TestObserveRecordRedisPaused(t *testing.T) {
 	if !end.Ended || !end.Record {
 		t.Errorf("end of the record: %+v", end)
 	}
-	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventRelease)
+	wantTypes(t, rec.types(key), observe.EventObtain, observe.EventRelease)
 }
 
 // Leave a note that the nightly export ran, kept for a day: a record, which

@@ -11,39 +11,40 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // recorder is an Observer that keeps every Event, and a CallObserver that
 // marks the context of every call it sees start.
 type recorder struct {
 	mu     sync.Mutex
-	events []dlock.Event
-	starts []dlock.EventType
+	events []observe.Event
+	starts []observe.EventType
 }
 
 // callMark is the context key under which recorder.StartCall puts the
 // types of the calls started, outermost first.
 type callMark struct{}
 
-func (r *recorder) Observe(e dlock.Event) {
+func (r *recorder) Observe(e observe.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
 }
 
-func (r *recorder) StartCall(e dlock.Event) context.Context {
+func (r *recorder) StartCall(e observe.Event) context.Context {
 	r.mu.Lock()
 	r.starts = append(r.starts, e.Type)
 	r.mu.Unlock()
-	outer, _ := e.Context.Value(callMark{}).([]dlock.EventType)
+	outer, _ := e.Context.Value(callMark{}).([]observe.EventType)
 	return context.WithValue(e.Context, callMark{}, append(slices.Clone(outer), e.Type))
 }
 
 // of returns the events on key so far.
-func (r *recorder) of(key string) []dlock.Event {
+func (r *recorder) of(key string) []observe.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []dlock.Event
+	var out []observe.Event
 	for _, e := range r.events {
 		if e.Key == key {
 			out = append(out, e)
@@ -54,10 +55,10 @@ func (r *recorder) of(key string) []dlock.Event {
 
 // types returns the types of the events on key so far, leaving out node
 // errors, whose number depends on timing.
-func (r *recorder) types(key string) []dlock.EventType {
-	var out []dlock.EventType
+func (r *recorder) types(key string) []observe.EventType {
+	var out []observe.EventType
 	for _, e := range r.of(key) {
-		if e.Type != dlock.EventNodeError {
+		if e.Type != observe.EventNodeError {
 			out = append(out, e.Type)
 		}
 	}
@@ -66,9 +67,9 @@ func (r *recorder) types(key string) []dlock.EventType {
 
 // await waits until an event of type typ on key came, and returns the
 // first.
-func (r *recorder) await(t *testing.T, key string, typ dlock.EventType) dlock.Event {
+func (r *recorder) await(t *testing.T, key string, typ observe.EventType) observe.Event {
 	t.Helper()
-	var got dlock.Event
+	var got observe.Event
 	testenv.Eventually(t, 10*time.Second, "an event "+typ.String()+" on "+key, func() bool {
 		for _, e := range r.of(key) {
 			if e.Type == typ {
@@ -82,7 +83,7 @@ func (r *recorder) await(t *testing.T, key string, typ dlock.EventType) dlock.Ev
 }
 
 // last returns the last event of type typ on key.
-func (r *recorder) last(t *testing.T, key string, typ dlock.EventType) dlock.Event {
+func (r *recorder) last(t *testing.T, key string, typ observe.EventType) observe.Event {
 	t.Helper()
 	events := r.of(key)
 	for i := len(events) - 1; i >= 0; i-- {
@@ -91,10 +92,10 @@ func (r *recorder) last(t *testing.T, key string, typ dlock.EventType) dlock.Eve
 		}
 	}
 	t.Fatalf("no event %v on %s in %v", typ, key, r.types(key))
-	return dlock.Event{}
+	return observe.Event{}
 }
 
-func wantTypes(t *testing.T, got []dlock.EventType, want ...dlock.EventType) {
+func wantTypes(t *testing.T, got []observe.EventType, want ...observe.EventType) {
 	t.Helper()
 	if !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
@@ -102,8 +103,8 @@ func wantTypes(t *testing.T, got []dlock.EventType, want ...dlock.EventType) {
 }
 
 // withoutReleases returns types without the releases.
-func withoutReleases(types []dlock.EventType) []dlock.EventType {
-	return slices.DeleteFunc(types, func(t dlock.EventType) bool { return t == dlock.EventRelease })
+func withoutReleases(types []observe.EventType) []observe.EventType {
+	return slices.DeleteFunc(types, func(t observe.EventType) bool { return t == observe.EventRelease })
 }
 
 // setupObserved is setup with a recorder as the Observer.
@@ -124,17 +125,17 @@ func TestObserveObtainRelease(t *testing.T) {
 	if err := lock.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventRelease)
+	wantTypes(t, rec.types(key), observe.EventObtain, observe.EventRelease)
 	obtain, release := rec.of(key)[0], rec.of(key)[1]
-	if obtain.Result != dlock.ResultObtained || obtain.Attempts != 1 || obtain.Err != nil || obtain.Wait != 0 ||
+	if obtain.Result != observe.ResultObtained || obtain.Attempts != 1 || obtain.Err != nil || obtain.Wait != 0 ||
 		obtain.Kind != "lock" || obtain.Node != e.srv.Addr() || obtain.Duration <= 0 {
 		t.Errorf("obtain event %+v", obtain)
 	}
 	if release.Err != nil || !release.Ended || release.Held <= 0 || release.Held < release.Duration {
 		t.Errorf("release event %+v", release)
 	}
-	for _, ev := range []dlock.Event{obtain, release} {
-		if marks, _ := ev.Context.Value(callMark{}).([]dlock.EventType); !slices.Equal(marks, []dlock.EventType{ev.Type}) {
+	for _, ev := range []observe.Event{obtain, release} {
+		if marks, _ := ev.Context.Value(callMark{}).([]observe.EventType); !slices.Equal(marks, []observe.EventType{ev.Type}) {
 			t.Errorf("%v event's context carries the calls %v, want its own", ev.Type, marks)
 		}
 	}
@@ -142,7 +143,7 @@ func TestObserveObtainRelease(t *testing.T) {
 	if err := lock.Release(context.Background()); !errors.Is(err, dlock.ErrNotHeld) {
 		t.Fatal(err)
 	}
-	if again := rec.last(t, key, dlock.EventRelease); !errors.Is(again.Err, dlock.ErrNotHeld) || again.Ended {
+	if again := rec.last(t, key, observe.EventRelease); !errors.Is(again.Err, dlock.ErrNotHeld) || again.Ended {
 		t.Errorf("second release event %+v", again)
 	}
 }
@@ -155,8 +156,8 @@ func TestObserveTryObtainHeld(t *testing.T) {
 	if _, err := e.locker.TryObtain(context.Background(), key, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
 		t.Fatal(err)
 	}
-	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventObtain)
-	if got := rec.last(t, key, dlock.EventObtain); got.Result != dlock.ResultHeld || !errors.Is(got.Err, dlock.ErrNotObtained) {
+	wantTypes(t, rec.types(key), observe.EventObtain, observe.EventObtain)
+	if got := rec.last(t, key, observe.EventObtain); got.Result != observe.ResultHeld || !errors.Is(got.Err, dlock.ErrNotObtained) {
 		t.Errorf("event %+v, want result held", got)
 	}
 }
@@ -176,7 +177,7 @@ func TestObserveContention(t *testing.T) {
 		}
 		got <- err
 	}()
-	rec.await(t, key, dlock.EventWaitStart)
+	rec.await(t, key, observe.EventWaitStart)
 	if err := holder.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -185,13 +186,13 @@ func TestObserveContention(t *testing.T) {
 	}
 	// The holder tells of its release once it has the answer, when the
 	// waiter may have its lock already: the two goroutines' events mix.
-	wantTypes(t, withoutReleases(rec.types(key)), dlock.EventObtain, dlock.EventWaitStart,
-		dlock.EventWaitEnd, dlock.EventObtain)
-	obtain := rec.last(t, key, dlock.EventObtain)
-	if obtain.Result != dlock.ResultObtained || obtain.Attempts < 2 || !obtain.Woken || obtain.Wait <= 0 || obtain.Wait > obtain.Duration {
+	wantTypes(t, withoutReleases(rec.types(key)), observe.EventObtain, observe.EventWaitStart,
+		observe.EventWaitEnd, observe.EventObtain)
+	obtain := rec.last(t, key, observe.EventObtain)
+	if obtain.Result != observe.ResultObtained || obtain.Attempts < 2 || !obtain.Woken || obtain.Wait <= 0 || obtain.Wait > obtain.Duration {
 		t.Errorf("obtain event after waiting %+v, want obtained, woken, after 2 attempts or more", obtain)
 	}
-	if end := rec.last(t, key, dlock.EventWaitEnd); end.Wait != obtain.Wait || end.Result != dlock.ResultObtained {
+	if end := rec.last(t, key, observe.EventWaitEnd); end.Wait != obtain.Wait || end.Result != observe.ResultObtained {
 		t.Errorf("wait end %+v, want the wait and result of %+v", end, obtain)
 	}
 }
@@ -205,8 +206,8 @@ func TestObserveTimeoutAndCancel(t *testing.T) {
 	if _, err := e.locker.Obtain(testenv.Timeout(t, 50*time.Millisecond), key, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatal(err)
 	}
-	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventWaitStart, dlock.EventWaitEnd, dlock.EventObtain)
-	if got := rec.last(t, key, dlock.EventObtain); got.Result != dlock.ResultTimedOut || !errors.Is(got.Err, dlock.ErrNotObtained) {
+	wantTypes(t, rec.types(key), observe.EventObtain, observe.EventWaitStart, observe.EventWaitEnd, observe.EventObtain)
+	if got := rec.last(t, key, observe.EventObtain); got.Result != observe.ResultTimedOut || !errors.Is(got.Err, dlock.ErrNotObtained) {
 		t.Errorf("event %+v, want timed out", got)
 	}
 
@@ -222,8 +223,8 @@ func TestObserveTimeoutAndCancel(t *testing.T) {
 	if err := <-got; !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
-	wantTypes(t, rec.types(key)[4:], dlock.EventWaitStart, dlock.EventWaitEnd, dlock.EventObtain)
-	if got := rec.last(t, key, dlock.EventObtain); got.Result != dlock.ResultCanceled {
+	wantTypes(t, rec.types(key)[4:], observe.EventWaitStart, observe.EventWaitEnd, observe.EventObtain)
+	if got := rec.last(t, key, observe.EventObtain); got.Result != observe.ResultCanceled {
 		t.Errorf("event %+v, want canceled", got)
 	}
 }
@@ -238,20 +239,20 @@ func TestObserveLostByDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if refresh := rec.await(t, key, dlock.EventRefresh); refresh.Err != nil || !refresh.Auto || refresh.Context != nil {
+	if refresh := rec.await(t, key, observe.EventRefresh); refresh.Err != nil || !refresh.Auto || refresh.Context != nil {
 		t.Errorf("automatic refresh event %+v", refresh)
 	}
 	e.rdb.Del(context.Background(), key)
-	lost := rec.await(t, key, dlock.EventLost)
+	lost := rec.await(t, key, observe.EventLost)
 	<-lock.Done()
-	if lost.Reason != dlock.LostNotHeld || !lost.Ended || !errors.Is(lost.Err, dlock.ErrLockLost) || lost.Held <= 0 {
+	if lost.Reason != observe.LostNotHeld || !lost.Ended || !errors.Is(lost.Err, dlock.ErrLockLost) || lost.Held <= 0 {
 		t.Errorf("lost event %+v, want not held", lost)
 	}
 	events := rec.types(key)
-	if n := len(events); n < 3 || events[n-1] != dlock.EventLost || events[n-2] != dlock.EventRefresh {
+	if n := len(events); n < 3 || events[n-1] != observe.EventLost || events[n-2] != observe.EventRefresh {
 		t.Fatalf("events %v, want a refresh then the loss last", events)
 	}
-	if refresh := rec.last(t, key, dlock.EventRefresh); !errors.Is(refresh.Err, dlock.ErrNotHeld) {
+	if refresh := rec.last(t, key, observe.EventRefresh); !errors.Is(refresh.Err, dlock.ErrNotHeld) {
 		t.Errorf("refresh before the loss %+v, want ErrNotHeld", refresh)
 	}
 }
@@ -268,18 +269,18 @@ func TestObserveLostByPause(t *testing.T) {
 	}
 	e.srv.Pause()
 	defer e.srv.Resume()
-	lost := rec.await(t, key, dlock.EventLost)
+	lost := rec.await(t, key, observe.EventLost)
 	<-lock.Done()
-	if lost.Reason != dlock.LostExpired || !lost.Ended {
+	if lost.Reason != observe.LostExpired || !lost.Ended {
 		t.Errorf("lost event %+v, want expired", lost)
 	}
 	// The refresh on its way fails later, when go-redis gives up reading
 	// (its ReadTimeout): a node error, told although the lock is gone.
-	nodeErr := rec.await(t, key, dlock.EventNodeError)
+	nodeErr := rec.await(t, key, observe.EventNodeError)
 	if nodeErr.Op != "refresh" || nodeErr.Node != e.srv.Addr() || nodeErr.Err == nil || nodeErr.Context != nil {
 		t.Errorf("node error %+v, want the refresh's on %s", nodeErr, e.srv.Addr())
 	}
-	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventLost)
+	wantTypes(t, rec.types(key), observe.EventObtain, observe.EventLost)
 }
 
 // A lock nobody renews, refreshes or releases is told lost once its
@@ -292,16 +293,16 @@ func TestObserveLeftToExpire(t *testing.T) {
 	if err := lock.Refresh(context.Background(), 200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	lost := rec.await(t, key, dlock.EventLost)
-	if lost.Reason != dlock.LostExpired || !lost.Ended || time.Now().Before(lock.Until()) {
+	lost := rec.await(t, key, observe.EventLost)
+	if lost.Reason != observe.LostExpired || !lost.Ended || time.Now().Before(lock.Until()) {
 		t.Errorf("lost event %+v, at Until %v", lost, lock.Until())
 	}
-	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventRefresh, dlock.EventLost)
-	if refresh := rec.last(t, key, dlock.EventRefresh); refresh.Err != nil || refresh.Auto {
+	wantTypes(t, rec.types(key), observe.EventObtain, observe.EventRefresh, observe.EventLost)
+	if refresh := rec.last(t, key, observe.EventRefresh); refresh.Err != nil || refresh.Auto {
 		t.Errorf("refresh event %+v", refresh)
 	}
 	_ = lock.Release(context.Background())
-	if release := rec.last(t, key, dlock.EventRelease); release.Ended {
+	if release := rec.last(t, key, observe.EventRelease); release.Ended {
 		t.Errorf("release after the loss ended the lock again: %+v", release)
 	}
 }
@@ -317,8 +318,8 @@ func TestObserveLostByClose(t *testing.T) {
 	}
 	mustObtainRenewed()
 	e.locker.Close()
-	wantTypes(t, rec.types(key), dlock.EventObtain, dlock.EventLost)
-	if lost := rec.last(t, key, dlock.EventLost); lost.Reason != dlock.LostClosed || !errors.Is(lost.Err, dlock.ErrClosed) {
+	wantTypes(t, rec.types(key), observe.EventObtain, observe.EventLost)
+	if lost := rec.last(t, key, observe.EventLost); lost.Reason != observe.LostClosed || !errors.Is(lost.Err, dlock.ErrClosed) {
 		t.Errorf("lost event %+v, want closed", lost)
 	}
 }

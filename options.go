@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Option configures a Client. Pass options to New.
@@ -14,7 +16,7 @@ type clientConfig struct {
 	logger      *slog.Logger
 	nodeTimeout time.Duration
 	ack         replicaAck
-	observers   []Observer // WithObserver
+	observers   []observe.Observer // WithObserver
 	err         error
 }
 
@@ -25,7 +27,7 @@ type replicaAck struct {
 }
 
 func newClientConfig(opts []Option) (clientConfig, error) {
-	cfg := clientConfig{logger: slog.Default(), nodeTimeout: DefaultNodeTimeout, holderName: DefaultHolderName()}
+	cfg := clientConfig{logger: slog.Default(), nodeTimeout: DefaultNodeTimeout, holderName: defaultHolderName()}
 	for _, opt := range opts {
 		if opt == nil {
 			return cfg, fmt.Errorf("%w: nil Option", ErrInvalidOption)
@@ -96,8 +98,18 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// ObtainOption configures one call of Obtain or TryObtain.
+// ObtainOption configures one call of Obtain or TryObtain, of the acquire
+// methods of Semaphore and RWMutex, or of a Do method (it is a DoOption too).
 type ObtainOption func(*obtainConfig)
+
+// applyDo makes every ObtainOption a DoOption.
+func (o ObtainOption) applyDo(c *obtainConfig) {
+	if o == nil {
+		c.err = fmt.Errorf("%w: nil ObtainOption", ErrInvalidOption)
+		return
+	}
+	o(c)
+}
 
 type obtainConfig struct {
 	backoff   Backoff
@@ -146,32 +158,6 @@ func WithBackoff(b Backoff) ObtainOption {
 	}
 }
 
-// WithoutWait makes Obtain, and Client.Do, make one attempt, as TryObtain
-// does: when another holder has the lock, the error wraps ErrNotObtained at
-// once. The default is to wait.
-func WithoutWait() ObtainOption {
-	return func(c *obtainConfig) { c.noWait = true }
-}
-
-// WithMinHold makes Client.Do keep the lock until d after it was obtained,
-// however soon its function returns (with an error, or by a panic, too):
-// instead of releasing it, Do then stops renewing it and lets it expire at
-// that time (Lock.ReleaseAfter). A job that every host starts at about the
-// same time, from cron, runs once even if a host's clock is late by less
-// than d, while a lock released when a fast job ends would be free for
-// that host to run the job again. Only Do takes it; Obtain and TryObtain
-// return ErrInvalidOption. d must not be negative; the default is 0: Do
-// releases the lock when its function returns.
-func WithMinHold(d time.Duration) ObtainOption {
-	return func(c *obtainConfig) {
-		if d < 0 {
-			c.err = fmt.Errorf("%w: WithMinHold(%v) needs a duration of 0 or more", ErrInvalidOption, d)
-			return
-		}
-		c.minHold = d
-	}
-}
-
 // AsRecord makes the hold a record rather than a lock: a key kept in Redis
 // for its ttl, usually with a value (WithValue), that its holder means to
 // let expire, such as the note the jobs package leaves that a job ran. A
@@ -179,10 +165,10 @@ func WithMinHold(d time.Duration) ObtainOption {
 // expires or is released; but it guards no work, and its end is no loss:
 //
 //   - When its validity (Lock.Until) runs out, it ends as released: Done
-//     closes and Err wraps ErrReleased. An Observer is told so by an
-//     EventRelease with Ended set and no Context, and never an EventLost
-//     for running out.
-//   - Every Event of the hold has Record set, so that metrics keep records
+//     closes and Err wraps ErrReleased. An observer is told so by an
+//     observe.EventRelease with Ended set and no Context, and never an
+//     observe.EventLost for running out.
+//   - Every observe.Event of the hold has Record set, so that metrics keep records
 //     apart from locks: the Prometheus and OpenTelemetry modules count
 //     them under metrics of their own, neither as held nor as lost locks.
 //   - An obtain whose outcome is unknown (ErrOutcomeUnknown: Redis did not
@@ -210,18 +196,18 @@ var errRecordInDo = fmt.Errorf("%w: AsRecord is for Obtain, TryObtain and the Ac
 // one round trip later, once it listens for release messages.
 //
 // A release hands the lock over to the first waiter directly, in the same
-// script, for the waiter's ttl but at most FairLease; a waiter whose ttl is
-// no longer than FairLease then holds the lock without another round trip,
+// script, for the waiter's ttl but at most 2s; a waiter whose ttl is
+// no longer than 2s then holds the lock without another round trip,
 // and one with a longer ttl extends it with one. The message that tells it
 // so goes to its Client alone, on a channel of the Client's own, so a busy
 // lock does not wake every waiting process on each handoff.
 //
-// A waiter keeps its place by renewing a lease of FairLease while it waits,
+// A waiter keeps its place by renewing a lease of 2s while it waits,
 // which Obtain does on its own. One that gives up (its context ends) leaves
 // the queue at once, passing the lock on if it was handed it. One that dies
 // loses its place when its lease runs out, or, if a release handed it the
-// lock first, holds that for at most FairLease: either way it holds up the
-// waiters behind it for at most about FairLease.
+// lock first, holds that for at most 2s: either way it holds up the
+// waiters behind it for at most about 2s.
 //
 // Fairness is among fair waiters. Obtain and TryObtain without WithFair
 // may take the lock while it is free between a release and the first
@@ -235,9 +221,9 @@ func WithFair() ObtainOption {
 	return func(c *obtainConfig) { c.fair = true }
 }
 
-// FairLease is how long a fair waiter keeps its place in the queue without
-// renewing it. Obtain renews it every FairLease/3 while it waits.
-const FairLease = 2 * time.Second
+// fairLease is how long a fair waiter keeps its place in the queue without
+// renewing it. Obtain renews it every fairLease/3 while it waits.
+const fairLease = 2 * time.Second
 
 // defaultBackoff is immutable and safe to share.
 var defaultBackoff = ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
@@ -273,13 +259,13 @@ func newObtainConfig(opts []ObtainOption) (obtainConfig, error) {
 
 // Validity of a lock, as in the Redlock algorithm: a lock obtained with ttl is
 // trusted until sent + ttl - drift, where sent is when the acquire was sent
-// and drift = ttl/DriftFactor + MinDrift covers clock drift between the
+// and drift = ttl/driftFactor + minDrift covers clock drift between the
 // client and Redis and the time Redis takes to act.
 const (
-	DriftFactor = 100                  // drift is one percent of the ttl ...
-	MinDrift    = 2 * time.Millisecond // ... plus two milliseconds
+	driftFactor = 100                  // drift is one percent of the ttl ...
+	minDrift    = 2 * time.Millisecond // ... plus two milliseconds
 )
 
 func drift(ttl time.Duration) time.Duration {
-	return ttl/DriftFactor + MinDrift
+	return ttl/driftFactor + minDrift
 }

@@ -108,7 +108,7 @@ func TestLeaveAfterGuardPassesNothingOn(t *testing.T) {
 	lockKey, guardKey := "{guard:leave}:lock", "{guard:leave}:result"
 	waiting := func(token string) attempt {
 		a := attempt{kind: lockKind, keys: queueKeys(lockKey), token: token, arg: token, ttl: time.Minute, fair: true,
-			lease: FairLease, notify: "channel:" + token, rel: releaseSetting{counted: n.counted, markerTTL: int64(60000)}}
+			lease: fairLease, notify: "channel:" + token, rel: releaseSetting{counted: n.counted, markerTTL: int64(60000)}}
 		a.guard(guardKey)
 		return a
 	}

@@ -90,7 +90,7 @@ func TestReleaseCopyAnswersAsTheFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := e.c.newAttempt(lockKind, queueKeys(l.key), time.Minute, nil, obtainConfig{fair: true})
-		w.lease, w.notify = FairLease, "channel:waiter"
+		w.lease, w.notify = fairLease, "channel:waiter"
 		if r, err := e.c.run(ctx, w.op()); err != nil || r.code != held {
 			t.Fatalf("the waiter joins the queue: %+v, %v", r, err)
 		}
@@ -172,7 +172,7 @@ func TestReleaseCopyAnswersAsTheFirst(t *testing.T) {
 		key := "resend:leave"
 		holder := e.obtain(t, key)
 		w := e.c.newAttempt(lockKind, queueKeys(key), time.Minute, nil, obtainConfig{fair: true})
-		w.lease, w.notify = FairLease, ""
+		w.lease, w.notify = fairLease, ""
 		if r, err := e.c.run(ctx, w.op()); err != nil || r.code != held {
 			t.Fatalf("the waiter joins the queue: %+v, %v", r, err)
 		}

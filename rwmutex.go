@@ -75,21 +75,21 @@ func (m *RWMutex) TryLock(ctx context.Context, ttl time.Duration, opts ...Obtain
 
 // RDo runs fn under a read hold, and Do under the write hold, as Client.Do
 // runs a function under a lock.
-func (m *RWMutex) RDo(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error, opts ...ObtainOption) error {
+func (m *RWMutex) RDo(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error, opts ...DoOption) error {
 	return m.do(ctx, readKind, ttl, fn, opts)
 }
 
 // Do runs fn under the write hold, as Client.Do runs a function under a
 // lock.
-func (m *RWMutex) Do(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error, opts ...ObtainOption) error {
+func (m *RWMutex) Do(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error, opts ...DoOption) error {
 	return m.do(ctx, writeKind, ttl, fn, opts)
 }
 
-func (m *RWMutex) do(ctx context.Context, kind *holdKind, ttl time.Duration, fn func(ctx context.Context) error, opts []ObtainOption) (err error) {
+func (m *RWMutex) do(ctx context.Context, kind *holdKind, ttl time.Duration, fn func(ctx context.Context) error, opts []DoOption) (err error) {
 	if fn == nil {
 		return ErrNilFunc
 	}
-	cfg, err := m.config(ttl, append([]ObtainOption{WithAutoRenew(true)}, opts...), true)
+	cfg, err := m.config(ttl, doObtainOptions(opts), true)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (m *RWMutex) config(ttl time.Duration, opts []ObtainOption, do bool) (obtai
 	if do {
 		cfg, err = m.c.check(m.name, ttl, opts)
 	} else {
-		cfg, err = m.c.checkHold(m.name, ttl, opts, "hold of an RW lock")
+		cfg, err = m.c.check(m.name, ttl, opts)
 	}
 	cfg.fair = m.c.quorum == nil
 	return cfg, err

@@ -218,8 +218,11 @@ func TestRWMutexBadInputs(t *testing.T) {
 	if _, err := rw.Lock(ctx, 0); !errors.Is(err, dlock.ErrInvalidTTL) {
 		t.Errorf("ttl 0: %v, want ErrInvalidTTL", err)
 	}
-	if _, err := rw.TryRLock(ctx, time.Minute, dlock.WithMinHold(time.Second)); !errors.Is(err, dlock.ErrInvalidOption) {
-		t.Errorf("WithMinHold outside Do: %v, want ErrInvalidOption", err)
+	if _, err := rw.TryRLock(ctx, time.Minute, nil); !errors.Is(err, dlock.ErrInvalidOption) {
+		t.Errorf("a nil option: %v, want ErrInvalidOption", err)
+	}
+	if err := rw.RDo(ctx, time.Minute, func(context.Context) error { return nil }, nil); !errors.Is(err, dlock.ErrInvalidOption) {
+		t.Errorf("a nil DoOption: %v, want ErrInvalidOption", err)
 	}
 	if err := rw.Do(ctx, time.Minute, nil); !errors.Is(err, dlock.ErrNilFunc) {
 		t.Errorf("Do(nil): %v, want ErrNilFunc", err)

@@ -66,7 +66,7 @@ func (s *Semaphore) Limit() int { return s.limit }
 // the error matches both ErrNotObtained and the context's error.
 //
 // It takes the options of Obtain: WithAutoRenew, WithBackoff, WithFair,
-// WithValue, WithoutWait.
+// WithValue. TryAcquire makes one attempt.
 func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, opts ...ObtainOption) (*Lock, error) {
 	cfg, err := s.check(ttl, opts)
 	if err != nil {
@@ -89,14 +89,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, ttl time.Duration, opts ...O
 // when fn returns, as Client.Do does with a lock: renewed while fn runs,
 // fn's context cancelled the moment the permit is lost, WithoutWait and
 // WithMinHold as there.
-func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error, opts ...ObtainOption) (err error) {
+func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error, opts ...DoOption) (err error) {
 	if fn == nil {
 		return ErrNilFunc
 	}
 	if s.err != nil {
 		return s.err
 	}
-	cfg, err := s.c.check(s.name, ttl, append([]ObtainOption{WithAutoRenew(true)}, opts...))
+	cfg, err := s.c.check(s.name, ttl, doObtainOptions(opts))
 	if err != nil {
 		return err
 	}
@@ -113,5 +113,5 @@ func (s *Semaphore) check(ttl time.Duration, opts []ObtainOption) (obtainConfig,
 	if s.err != nil {
 		return obtainConfig{}, s.err
 	}
-	return s.c.checkHold(s.name, ttl, opts, "permit")
+	return s.c.check(s.name, ttl, opts)
 }

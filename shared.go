@@ -37,13 +37,3 @@ func (c *Client) acquireHold(ctx context.Context, kind *holdKind, keys []string,
 	}
 	return c.acquire(ctx, kind, keys, ttl, limit, wait, cfg)
 }
-
-// checkHold validates the arguments of a shared hold's acquire, as check
-// does those of a lock's.
-func (c *Client) checkHold(name string, ttl time.Duration, opts []ObtainOption, what string) (obtainConfig, error) {
-	cfg, err := c.check(name, ttl, opts)
-	if err == nil && cfg.minHold > 0 {
-		err = fmt.Errorf("%w: WithMinHold is for Do; a %s keeps itself with Lock.ReleaseAfter", ErrInvalidOption, what)
-	}
-	return cfg, err
-}

@@ -100,36 +100,3 @@ func setPrice(ctx context.Context, locker *dlock.Client, write func(context.Cont
 	prices := locker.RWMutex("prices")
 	return prices.Do(ctx, 10*time.Second, write) // alone; new readers wait behind it
 }
-
-// Charge once: the first caller takes the lock and stores the result as it
-// releases; a later caller's acquire finds the result instead of the lock.
-func ExampleWithGuard() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	defer rdb.Close()
-	locker := dlock.New(rdb)
-	defer locker.Close()
-	ctx := context.Background()
-	lockKey, resultKey := "{order:42}:lock", "{order:42}:charge" // one hash tag: one Cluster slot
-	defer rdb.Del(ctx, resultKey)                                // for the next run of this example
-
-	charge := func() string {
-		lock, err := locker.Obtain(ctx, lockKey, 10*time.Second, dlock.WithGuard(resultKey))
-		var done *dlock.GuardError
-		if errors.As(err, &done) {
-			return "already charged: " + done.Value
-		}
-		if err != nil {
-			return err.Error()
-		}
-		receipt := "receipt 7" // the charge itself, done once
-		if err := lock.ReleaseStoring(ctx, resultKey, []byte(receipt), 24*time.Hour); err != nil {
-			return err.Error()
-		}
-		return "charged: " + receipt
-	}
-	fmt.Println(charge())
-	fmt.Println(charge())
-	// Output:
-	// charged: receipt 7
-	// already charged: receipt 7
-}

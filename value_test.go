@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,8 +151,9 @@ func TestHolderName(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	if info.HolderName != dlock.DefaultHolderName() || !strings.HasPrefix(info.HolderName, host+" pid "+strconv.Itoa(os.Getpid())) {
-		t.Errorf("HolderName = %q, want the default %q", info.HolderName, dlock.DefaultHolderName())
+	// The default, as WithHolderName says: the host, the pid and the program.
+	if want := host + " pid " + strconv.Itoa(os.Getpid()) + " (" + filepath.Base(os.Args[0]) + ")"; info.HolderName != want {
+		t.Errorf("HolderName = %q, want the default %q", info.HolderName, want)
 	}
 	if info.Since.Before(before.Add(-time.Second)) || info.Since.After(time.Now().Add(time.Second)) {
 		t.Errorf("Since = %v, want about %v", info.Since, before)

@@ -59,10 +59,10 @@ const listeningMinDelay = 25 * time.Millisecond
 // waitLease is the lease of a barging waiter (not WithFair) in the queue:
 // how long it keeps its place without trying again. Only the first in the
 // queue tries on its own before a release wakes it, and the others renew
-// their place a third of this apart: longer than FairLease, as a barging
+// their place a third of this apart: longer than fairLease, as a barging
 // waiter that dies holds nobody up, unlike a fair one that a release
 // handed the lock to (see release.lua).
-const waitLease = 3 * FairLease
+const waitLease = 3 * fairLease
 
 // behindFirstGrace is how much later than the holder's expiry a waiter
 // behind the first of the queue tries: the first, if it can, takes the
@@ -153,7 +153,7 @@ func (w *waiter) obtain(ctx context.Context) (*Lock, error) {
 func (w *waiter) join(a *attempt) {
 	a.lease = waitLease
 	if w.cfg.fair {
-		a.lease = FairLease
+		a.lease = fairLease
 	}
 	a.notify = w.c.subs[0].HandoffChannel()
 }
@@ -303,7 +303,7 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // handedOver returns the lock a release handed over to this waiter, if
-// one did. The release set the lock for our ttl, at most FairLease (see
+// one did. The release set the lock for our ttl, at most fairLease (see
 // release.lua), after our last attempt was sent at sent, so its
 // validity counts from then. If our ttl is longer, or that leaves less than
 // half of it (we waited long since), handedOver returns nil, and the next
@@ -314,7 +314,7 @@ func (w *waiter) handedOver(a attempt, sent time.Time) *Lock {
 		return nil
 	}
 	payload, ok := w.watches[0].TakeHandoff()
-	if !ok || a.ttl > FairLease {
+	if !ok || a.ttl > fairLease {
 		return nil
 	}
 	fence, err := strconv.ParseInt(payload, 10, 64)

@@ -11,6 +11,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // expiryGapBound is how long after the holder's expiry, in the server's
@@ -126,8 +127,8 @@ func TestWaiterBehindAFrozenOneWakesOnExpiry(t *testing.T) {
 	}
 	expiry := serverExpiry(t, e.rdb, key)
 	var attempts atomic.Int64
-	second := lockenv.Locker(t, e.srv.Client(), dlock.WithObserver(dlock.ObserverFunc(func(ev dlock.Event) {
-		if ev.Type == dlock.EventObtain {
+	second := lockenv.Locker(t, e.srv.Client(), dlock.WithObserver(observe.ObserverFunc(func(ev observe.Event) {
+		if ev.Type == observe.EventObtain {
 			attempts.Store(int64(ev.Attempts))
 		}
 	})))

@@ -33,10 +33,10 @@ func TestWaiterSleepsUntilTheHolderExpires(t *testing.T) {
 	}{
 		{name: "behind the first", backoff: never, lease: waitLease, value: pttl.Milliseconds(), want: pttl + behindFirstGrace},
 		{name: "behind the first, polling", backoff: polling, lease: waitLease, value: pttl.Milliseconds(), want: pttl + behindFirstGrace},
-		{name: "behind the first, fair", backoff: never, lease: FairLease, value: pttl.Milliseconds(), want: pttl + behindFirstGrace},
+		{name: "behind the first, fair", backoff: never, lease: fairLease, value: pttl.Milliseconds(), want: pttl + behindFirstGrace},
 		{name: "behind the first, expiry after a renewal", backoff: never, lease: waitLease, value: time.Minute.Milliseconds(), want: waitLease / 3},
 		{name: "behind the first, no expiry", backoff: never, lease: waitLease, value: -1, want: waitLease / 3},
-		{name: "behind the first, free but queued", backoff: never, lease: FairLease, value: freeButQueued, want: FairLease / 3},
+		{name: "behind the first, free but queued", backoff: never, lease: fairLease, value: freeButQueued, want: fairLease / 3},
 		{name: "first", backoff: never, lease: waitLease, head: true, value: pttl.Milliseconds(), want: pttl},
 		{name: "first, polling", backoff: polling, lease: waitLease, head: true, value: pttl.Milliseconds(), want: listeningMinDelay},
 		{name: "first, no expiry", backoff: never, lease: waitLease, head: true, value: -1, want: waitLease / 3},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/door"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
@@ -18,16 +19,16 @@ func TestWaitReleaseOf(t *testing.T) {
 	e := setup(t)
 	key := testenv.Key(t)
 	holder := mustObtain(t, e.locker, key, time.Minute)
-	if err := e.locker.WaitReleaseOf(testenv.Timeout(t, 5*time.Second), key, "someone-else"); err != nil {
+	if err := door.WaitReleaseOf(testenv.Timeout(t, 5*time.Second), e.locker, key, "someone-else"); err != nil {
 		t.Fatalf("WaitReleaseOf a holder that has not the lock: %v", err)
 	}
-	if err := e.locker.WaitReleaseOf(t.Context(), key, ""); !errors.Is(err, dlock.ErrInvalidOption) {
+	if err := door.WaitReleaseOf(t.Context(), e.locker, key, ""); !errors.Is(err, dlock.ErrInvalidOption) {
 		t.Errorf("WaitReleaseOf with no fingerprint = %v, want ErrInvalidOption", err)
 	}
 	done := make(chan error, 1)
 	before := watchers(e, key)
 	go func() {
-		done <- lockenv.Locker(t, e.srv.Client()).WaitReleaseOf(testenv.Timeout(t, 30*time.Second), key, holder.Fingerprint())
+		done <- door.WaitReleaseOf(testenv.Timeout(t, 30*time.Second), lockenv.Locker(t, e.srv.Client()), key, holder.Fingerprint())
 	}()
 	waitWatching(t, e, key, before)
 	next := make(chan *dlock.Lock, 1)

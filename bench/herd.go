@@ -69,7 +69,7 @@ func RunHerd(ctx context.Context, addr string, cfg HerdConfig) (HerdResult, erro
 			rdbs[i].Close()
 		}
 	}()
-	var opts []dlock.ObtainOption
+	var opts []dlock.DoOption
 	if cfg.Fair {
 		opts = append(opts, dlock.WithFair())
 	}
@@ -120,7 +120,7 @@ func RunHerd(ctx context.Context, addr string, cfg HerdConfig) (HerdResult, erro
 // sale runs one flash sale of cfg.Items on the keys prefix:stock and
 // prefix:lock, and returns every buyer's wait, sorted, how many bought, how
 // many failed, and the last error of a buyer.
-func sale(ctx context.Context, ctl *redis.Client, lockers []*dlock.Client, rdbs []*redis.Client, prefix string, cfg HerdConfig, opts []dlock.ObtainOption) (waits []time.Duration, sold, errs int, lastErr, err error) {
+func sale(ctx context.Context, ctl *redis.Client, lockers []*dlock.Client, rdbs []*redis.Client, prefix string, cfg HerdConfig, opts []dlock.DoOption) (waits []time.Duration, sold, errs int, lastErr, err error) {
 	stock, lock := prefix+":stock", prefix+":lock"
 	if err := ctl.Set(ctx, stock, cfg.Items, 0).Err(); err != nil {
 		return nil, 0, 0, nil, err

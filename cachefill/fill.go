@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/door"
 )
 
 // request is one Get's key, with what it needs to load the key.
@@ -88,13 +89,13 @@ func (c *Cache) tryLoad(ctx context.Context, r request, e entry) (done bool, val
 	// the read saw it, before the load started.
 	var opts []dlock.ObtainOption
 	if e.gen == "0" {
-		opts = append(opts, dlock.WithGuard(r.keys.entry))
+		opts = append(opts, door.WithGuard[dlock.ObtainOption](r.keys.entry))
 	}
 	lock, err := c.obtain(ctx, r, opts...)
 	switch {
 	case err == nil:
 		return c.loadAsHolder(ctx, r, lock, e.gen, early)
-	case !errors.Is(err, dlock.ErrGuarded) && !errors.Is(err, dlock.ErrNotObtained):
+	case !errors.Is(err, door.ErrGuarded) && !errors.Is(err, dlock.ErrNotObtained):
 		// No lock, since Redis failed or the Get's callers all left: let
 		// the next miss claim the fill at once rather than after the
 		// claim's ttl. A fallback to loading directly takes the load
@@ -104,7 +105,7 @@ func (c *Cache) tryLoad(ctx context.Context, r request, e entry) (done bool, val
 		return true, v, err
 	}
 	early.drop(errNoLock)
-	if errors.Is(err, dlock.ErrGuarded) {
+	if errors.Is(err, door.ErrGuarded) {
 		// An entry stored since, or a mark of Invalidate without one.
 		e, err := c.read(ctx, r.keys, r.token)
 		switch {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/door"
 )
 
 // Election is one seat, named by its name, that candidates of every process
@@ -40,7 +41,7 @@ func New(locker *dlock.Client, name string, opts ...Option) (*Election, error) {
 	case name == "":
 		return nil, fmt.Errorf("%w: empty election name", ErrInvalid)
 	}
-	cfg := config{ttl: DefaultTTL, logger: locker.Logger()}
+	cfg := config{ttl: DefaultTTL, logger: door.Logger(locker)}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("%w: nil Option", ErrInvalid)

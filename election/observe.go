@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/door"
 )
 
 // Observe returns a channel that receives the leader of the election: the
@@ -79,7 +80,7 @@ func (o *observer) step(ctx context.Context) error {
 		return nil
 	case info.Held:
 		o.send(leaderOf(info))
-		return o.e.locker.WaitReleaseOf(ctx, o.e.name, info.Fingerprint)
+		return door.WaitReleaseOf(ctx, o.e.locker, o.e.name, info.Fingerprint)
 	}
 	o.send(Leader{})
 	return o.waitForLeader(ctx)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/door"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -93,7 +94,7 @@ func (e *resendEnv) loadScripts() {
 	must(lock.ReleaseAfter(ctx, time.Millisecond))
 	lock, err = e.other.TryObtain(ctx, "{warm}:lock2", time.Minute)
 	must(err)
-	must(lock.ReleaseStoring(ctx, "{warm}:result", []byte("w"), time.Minute))
+	must(door.ReleaseStoring(ctx, lock, "{warm}:result", []byte("w"), time.Minute))
 	permit, err := e.other.Semaphore("warm:sem", 1).TryAcquire(ctx, time.Minute)
 	must(err)
 	must(permit.Refresh(ctx, time.Minute))
@@ -200,7 +201,7 @@ func (e *resendEnv) lockCalls() []resentCall {
 		calls = append(calls, resentCall{
 			name: "release storing",
 			call: func(ctx context.Context) error {
-				return lock.ReleaseStoring(ctx, result, []byte("done"), time.Minute)
+				return door.ReleaseStoring(ctx, lock, result, []byte("done"), time.Minute)
 			},
 			between: func(ctx context.Context) { taken = e.admin.SetNX(ctx, key, "other", time.Minute).Val() },
 			check: func(t *testing.T, ctx context.Context, err error) {

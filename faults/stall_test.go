@@ -15,6 +15,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/faults"
+	"github.com/dlock-go/dlock/observe"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -130,7 +131,7 @@ type stall struct {
 }
 
 // stalled is the lock a worker froze with, and whether a release handed it
-// over (see dlock.Event.Handoff).
+// over (see observe.Event.Handoff).
 type stalled struct {
 	lock       *dlock.Lock
 	handedOver bool
@@ -140,8 +141,8 @@ type stalled struct {
 // was handed over; the Client obtains one lock at a time.
 type lastObtain struct{ handoff atomic.Bool }
 
-func (o *lastObtain) Observe(e dlock.Event) {
-	if e.Type == dlock.EventObtain && e.Err == nil {
+func (o *lastObtain) Observe(e observe.Event) {
+	if e.Type == observe.EventObtain && e.Err == nil {
 		o.handoff.Store(e.Handoff)
 	}
 }

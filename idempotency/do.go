@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/ctxerr"
+	"github.com/dlock-go/dlock/internal/door"
 )
 
 // Do runs fn once for key, stores its result, and returns it; later calls
@@ -85,7 +86,7 @@ func (c call) do(ctx context.Context, fn func(context.Context) ([]byte, error)) 
 	// lock's guard is the record key), and a first call's release stores
 	// its outcome: two round trips beyond fn.
 	lock, err := c.obtain(ctx, k)
-	var guard *dlock.GuardError
+	var guard *door.GuardError
 	if errors.As(err, &guard) {
 		rec, err := decodeRecord([]byte(guard.Value))
 		return c.replay(rec, err)
@@ -109,13 +110,13 @@ func (c call) replay(rec record, err error) outcome {
 // most c.wait while another call holds it.
 func (c call) obtain(ctx context.Context, k keys) (*dlock.Lock, error) {
 	s := c.s
-	opts := []dlock.ObtainOption{dlock.WithAutoRenew(true), dlock.WithGuard(k.record)}
+	opts := []dlock.ObtainOption{dlock.WithAutoRenew(true), door.WithGuard[dlock.ObtainOption](k.record)}
 	if c.wait == 0 {
 		lock, err := s.locker.TryObtain(ctx, k.lock, s.cfg.lockTTL, opts...)
 		switch {
 		case errors.Is(err, dlock.ErrNotObtained):
 			return nil, ErrInProgress
-		case errors.Is(err, dlock.ErrGuarded):
+		case errors.Is(err, door.ErrGuarded):
 			return nil, err // a stored outcome
 		case err != nil:
 			return nil, unavailable("lock the key", err)
@@ -126,7 +127,7 @@ func (c call) obtain(ctx context.Context, k keys) (*dlock.Lock, error) {
 	defer cancel()
 	lock, err := s.locker.Obtain(wait, k.lock, s.cfg.lockTTL, opts...)
 	switch {
-	case err == nil, errors.Is(err, dlock.ErrGuarded):
+	case err == nil, errors.Is(err, door.ErrGuarded):
 		return lock, err
 	case errors.Is(err, dlock.ErrNotObtained) && ctx.Err() != nil:
 		return nil, fmt.Errorf("%w: %w", ErrInProgress, ctxerr.Of(ctx))
@@ -223,7 +224,7 @@ func (c call) record(result []byte, err error) ([]byte, error) {
 func (s *Store) storeAndRelease(ctx context.Context, k keys, lock *dlock.Lock, rec []byte) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.lockTTL)
 	defer cancel()
-	err := lock.ReleaseStoring(ctx, k.record, rec, s.cfg.retention)
+	err := door.ReleaseStoring(ctx, lock, k.record, rec, s.cfg.retention)
 	switch {
 	case err == nil:
 		return nil

@@ -1,7 +1,7 @@
 // Package dlockotel traces dlock's calls and measures its locks with
 // OpenTelemetry.
 //
-// An Observer is a dlock.CallObserver: install it on a Client with
+// An Observer is an observe.CallObserver: install it on a Client with
 // dlock.WithObserver, and the Client's calls become spans of the tracer
 // provider given (by default the global one, otel.GetTracerProvider):
 //

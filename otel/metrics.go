@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
-	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/labels"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // instruments are the Observer's metrics, as the Prometheus module's.
@@ -88,40 +88,40 @@ func join(err, e error) error {
 // events of the background have none, and exemplars are not kept. The
 // events of a record (dlock.AsRecord) count in dlock.records only: a
 // record is no lock, neither held nor lost.
-func (m *instruments) observe(e dlock.Event) {
+func (m *instruments) observe(e observe.Event) {
 	ctx := context.Background()
 	if e.Record {
-		if e.Type == dlock.EventObtain {
+		if e.Type == observe.EventObtain {
 			m.records.Add(ctx, 1, m.attrs(e, attribute.String("dlock.result", e.Result.String())))
 		}
 		return
 	}
 	switch e.Type {
-	case dlock.EventObtain:
+	case observe.EventObtain:
 		m.obtain.Record(ctx, e.Duration.Seconds(), m.attrs(e, attribute.String("dlock.result", e.Result.String())))
-		if e.Result == dlock.ResultObtained {
+		if e.Result == observe.ResultObtained {
 			m.held.Add(ctx, 1, m.attrs(e))
 		}
-	case dlock.EventWaitStart:
+	case observe.EventWaitStart:
 		m.waiters.Add(ctx, 1, m.attrs(e))
-	case dlock.EventWaitEnd:
+	case observe.EventWaitEnd:
 		m.waiters.Add(ctx, -1, m.attrs(e))
-	case dlock.EventRelease:
+	case observe.EventRelease:
 		m.ended(ctx, e)
-	case dlock.EventLost:
+	case observe.EventLost:
 		m.lost.Add(ctx, 1, m.attrs(e, attribute.String("dlock.lost.reason", e.Reason.String())))
 		m.ended(ctx, e)
-	case dlock.EventRefresh:
+	case observe.EventRefresh:
 		if e.Err != nil {
 			m.refreshFailures.Add(ctx, 1, m.attrs(e))
 		}
-	case dlock.EventNodeError:
+	case observe.EventNodeError:
 		m.nodeErrors.Add(ctx, 1, metric.WithAttributes(semconv.ServerAddress(e.Node), semconv.DBOperationName(e.Op)))
 	}
 }
 
 // ended records a lock that e ended, if it did.
-func (m *instruments) ended(ctx context.Context, e dlock.Event) {
+func (m *instruments) ended(ctx context.Context, e observe.Event) {
 	if !e.Ended {
 		return
 	}
@@ -132,7 +132,7 @@ func (m *instruments) ended(ctx context.Context, e dlock.Event) {
 
 // attrs returns the attributes of e's metrics: its kind, extra, and its
 // key's value if there is one.
-func (m *instruments) attrs(e dlock.Event, extra ...attribute.KeyValue) metric.MeasurementOption {
+func (m *instruments) attrs(e observe.Event, extra ...attribute.KeyValue) metric.MeasurementOption {
 	kvs := make([]attribute.KeyValue, 0, 3)
 	kvs = append(kvs, attribute.String("dlock.kind", e.Kind))
 	kvs = append(kvs, extra...)

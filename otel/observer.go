@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // ScopeName is the instrumentation scope of the Observer's tracer and meter.
@@ -87,7 +88,7 @@ func WithMaxKeyValues(n int) Option {
 }
 
 // Observer traces and measures what dlock Clients do (see the package
-// documentation). It is a dlock.CallObserver; install it with
+// documentation). It is an observe.CallObserver; install it with
 // dlock.WithObserver. It is safe for concurrent use, and one Observer may
 // serve several Clients.
 type Observer struct {
@@ -95,7 +96,7 @@ type Observer struct {
 	metrics instruments
 }
 
-var _ dlock.CallObserver = (*Observer)(nil)
+var _ observe.CallObserver = (*Observer)(nil)
 
 // New returns an Observer. It returns an error for an invalid option, or
 // if the meter provider refuses an instrument.
@@ -126,19 +127,19 @@ func New(opts ...Option) (*Observer, error) {
 // Observe ends that one and not one of the caller's.
 type spanKey struct{}
 
-var spanNames = map[dlock.EventType]string{
-	dlock.EventObtain: "dlock obtain", dlock.EventRelease: "dlock release",
-	dlock.EventRefresh: "dlock refresh", dlock.EventDo: "dlock do",
+var spanNames = map[observe.EventType]string{
+	observe.EventObtain: "dlock obtain", observe.EventRelease: "dlock release",
+	observe.EventRefresh: "dlock refresh", observe.EventDo: "dlock do",
 }
 
-// StartCall starts the span of a call; part of dlock.CallObserver.
-func (o *Observer) StartCall(e dlock.Event) context.Context {
+// StartCall starts the span of a call; part of observe.CallObserver.
+func (o *Observer) StartCall(e observe.Event) context.Context {
 	name, ok := spanNames[e.Type]
 	if !ok {
 		return e.Context
 	}
 	kind := trace.SpanKindClient // one round trip, or one quorum round
-	if e.Type == dlock.EventObtain || e.Type == dlock.EventDo {
+	if e.Type == observe.EventObtain || e.Type == observe.EventDo {
 		kind = trace.SpanKindInternal // attempts and waits
 	}
 	attrs := []attribute.KeyValue{semconv.DBSystemNameRedis, attribute.String("dlock.kind", e.Kind), attribute.String("dlock.key", e.Key)}
@@ -165,8 +166,8 @@ func serverAttributes(node string) []attribute.KeyValue {
 }
 
 // Observe records e in the metrics and in the span of its call; part of
-// dlock.Observer.
-func (o *Observer) Observe(e dlock.Event) {
+// observe.Observer.
+func (o *Observer) Observe(e observe.Event) {
 	o.metrics.observe(e)
 	if e.Context == nil {
 		return
@@ -176,23 +177,23 @@ func (o *Observer) Observe(e dlock.Event) {
 		return
 	}
 	switch e.Type {
-	case dlock.EventWaitStart:
+	case observe.EventWaitStart:
 		span.AddEvent("dlock.wait.start")
-	case dlock.EventWaitEnd:
+	case observe.EventWaitEnd:
 		span.AddEvent("dlock.wait.end", trace.WithAttributes(attribute.Float64("dlock.wait", e.Wait.Seconds())))
-	case dlock.EventHandoff:
+	case observe.EventHandoff:
 		span.AddEvent("dlock.handoff")
-	case dlock.EventObtain:
+	case observe.EventObtain:
 		span.SetAttributes(attribute.String("dlock.result", e.Result.String()), attribute.Int("dlock.attempts", e.Attempts),
 			attribute.Bool("dlock.woken", e.Woken), attribute.Bool("dlock.handoff", e.Handoff))
-		o.end(span, e, e.Result != dlock.ResultHeld)
-	case dlock.EventRelease, dlock.EventRefresh, dlock.EventDo:
+		o.end(span, e, e.Result != observe.ResultHeld)
+	case observe.EventRelease, observe.EventRefresh, observe.EventDo:
 		o.end(span, e, true)
 	}
 }
 
 // end ends the span of a call that e ends, with its error if failed.
-func (o *Observer) end(span trace.Span, e dlock.Event, failed bool) {
+func (o *Observer) end(span trace.Span, e observe.Event, failed bool) {
 	if e.Err != nil && failed {
 		span.RecordError(e.Err)
 		span.SetStatus(codes.Error, e.Err.Error())
@@ -202,9 +203,9 @@ func (o *Observer) end(span trace.Span, e dlock.Event, failed bool) {
 }
 
 // errorType is a low-cardinality name of e's error, for error.type.
-func errorType(e dlock.Event) string {
+func errorType(e observe.Event) string {
 	switch {
-	case e.Type == dlock.EventObtain && e.Result != dlock.ResultFailed:
+	case e.Type == observe.EventObtain && e.Result != observe.ResultFailed:
 		return e.Result.String() // timeout, canceled
 	case errors.Is(e.Err, dlock.ErrNotHeld):
 		return "not_held"

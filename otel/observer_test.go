@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/observe"
 	dlockotel "github.com/dlock-go/dlock/otel"
 )
 
@@ -236,8 +237,8 @@ func TestKeyAttributeCardinality(t *testing.T) {
 		dlockotel.WithMaxKeyValues(20))
 	for i := range 10_000 {
 		key := fmt.Sprintf("tenant%d:job", i)
-		tm.observe.Observe(dlock.Event{Type: dlock.EventObtain, Kind: "lock", Key: key, Result: dlock.ResultObtained, Duration: time.Millisecond})
-		tm.observe.Observe(dlock.Event{Type: dlock.EventRelease, Kind: "lock", Key: key, Ended: true, Held: time.Second})
+		tm.observe.Observe(observe.Event{Type: observe.EventObtain, Kind: "lock", Key: key, Result: observe.ResultObtained, Duration: time.Millisecond})
+		tm.observe.Observe(observe.Event{Type: observe.EventRelease, Kind: "lock", Key: key, Ended: true, Held: time.Second})
 	}
 	hist, _ := tm.collect(t, "dlock.hold.duration").(metricdata.Histogram[float64])
 	held, _ := tm.collect(t, "dlock.locks.held").(metricdata.Sum[int64])

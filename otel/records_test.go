@@ -13,6 +13,7 @@ import (
 	"github.com/dlock-go/dlock/election"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/jobs"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // holds is an Observer that counts the holds obtained and not yet ended,
@@ -22,11 +23,11 @@ type holds struct {
 	open int
 }
 
-func (h *holds) Observe(e dlock.Event) {
+func (h *holds) Observe(e observe.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
-	case e.Type == dlock.EventObtain && e.Result == dlock.ResultObtained:
+	case e.Type == observe.EventObtain && e.Result == observe.ResultObtained:
 		h.open++
 	case e.Ended:
 		h.open--

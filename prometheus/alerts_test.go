@@ -20,6 +20,7 @@ import (
 	"github.com/dlock-go/dlock/election"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/jobs"
+	"github.com/dlock-go/dlock/observe"
 	dlockprom "github.com/dlock-go/dlock/prometheus"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -62,11 +63,11 @@ type holds struct {
 	open int
 }
 
-func (h *holds) Observe(e dlock.Event) {
+func (h *holds) Observe(e observe.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
-	case e.Type == dlock.EventObtain && e.Result == dlock.ResultObtained:
+	case e.Type == observe.EventObtain && e.Result == observe.ResultObtained:
 		h.open++
 	case e.Ended:
 		h.open--

@@ -5,8 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/labels"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // DefaultMaxKeyLabels is how many distinct values of the key label a
@@ -76,7 +76,7 @@ func WithBuckets(obtain, hold []float64) Option {
 }
 
 // Collector is a prometheus.Collector of dlock's metrics (see the package
-// documentation) and the dlock.Observer that counts them. Make one with
+// documentation) and the observe.Observer that counts them. Make one with
 // New, register it, and install it on Clients with dlock.WithObserver. It
 // is safe for concurrent use.
 type Collector struct {
@@ -143,7 +143,7 @@ func New(opts ...Option) (*Collector, error) {
 	if cfg.keyLabel == nil {
 		// Series that alerts use exist from the start, at 0, so that
 		// rate() and increase() see the first loss.
-		for _, reason := range []dlock.LostReason{dlock.LostNotHeld, dlock.LostExpired, dlock.LostClosed} {
+		for _, reason := range []observe.LostReason{observe.LostNotHeld, observe.LostExpired, observe.LostClosed} {
 			c.lost.WithLabelValues("lock", reason.String())
 		}
 		c.refreshFailures.WithLabelValues("lock")
@@ -168,43 +168,43 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Observe counts e; it makes the Collector a dlock.Observer.
+// Observe counts e; it makes the Collector an observe.Observer.
 //
 // The events of a record (dlock.AsRecord) count in dlock_records_total
 // only: a record is no lock, neither held nor lost.
-func (c *Collector) Observe(e dlock.Event) {
+func (c *Collector) Observe(e observe.Event) {
 	if e.Record {
-		if e.Type == dlock.EventObtain {
+		if e.Type == observe.EventObtain {
 			c.records.WithLabelValues(c.values(e, e.Result.String())...).Inc()
 		}
 		return
 	}
 	switch e.Type {
-	case dlock.EventObtain:
+	case observe.EventObtain:
 		c.obtain.WithLabelValues(c.values(e, e.Result.String())...).Observe(e.Duration.Seconds())
-		if e.Result == dlock.ResultObtained {
+		if e.Result == observe.ResultObtained {
 			c.held.WithLabelValues(c.values(e)...).Inc()
 		}
-	case dlock.EventWaitStart:
+	case observe.EventWaitStart:
 		c.waiters.WithLabelValues(c.values(e)...).Inc()
-	case dlock.EventWaitEnd:
+	case observe.EventWaitEnd:
 		c.waiters.WithLabelValues(c.values(e)...).Dec()
-	case dlock.EventRelease:
+	case observe.EventRelease:
 		c.ended(e)
-	case dlock.EventLost:
+	case observe.EventLost:
 		c.lost.WithLabelValues(c.values(e, e.Reason.String())...).Inc()
 		c.ended(e)
-	case dlock.EventRefresh:
+	case observe.EventRefresh:
 		if e.Err != nil {
 			c.refreshFailures.WithLabelValues(c.values(e)...).Inc()
 		}
-	case dlock.EventNodeError:
+	case observe.EventNodeError:
 		c.nodeErrors.WithLabelValues(e.Node, e.Op).Inc()
 	}
 }
 
 // ended counts a lock that e ended, if it did.
-func (c *Collector) ended(e dlock.Event) {
+func (c *Collector) ended(e observe.Event) {
 	if !e.Ended {
 		return
 	}
@@ -215,7 +215,7 @@ func (c *Collector) ended(e dlock.Event) {
 
 // values returns the label values of e: its kind, then extra, then its key
 // label if there is one.
-func (c *Collector) values(e dlock.Event, extra ...string) []string {
+func (c *Collector) values(e observe.Event, extra ...string) []string {
 	values := make([]string, 0, 3)
 	values = append(values, e.Kind)
 	values = append(values, extra...)

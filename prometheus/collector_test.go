@@ -17,6 +17,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testwait"
+	"github.com/dlock-go/dlock/observe"
 	dlockprom "github.com/dlock-go/dlock/prometheus"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -184,8 +185,8 @@ func TestKeyLabelCardinality(t *testing.T) {
 	}
 	for i := range 10_000 {
 		key := fmt.Sprintf("tenant%d:job", i)
-		metrics.Observe(dlock.Event{Type: dlock.EventObtain, Kind: "lock", Key: key, Result: dlock.ResultObtained, Duration: time.Millisecond})
-		metrics.Observe(dlock.Event{Type: dlock.EventRelease, Kind: "lock", Key: key, Ended: true, Held: time.Second})
+		metrics.Observe(observe.Event{Type: observe.EventObtain, Kind: "lock", Key: key, Result: observe.ResultObtained, Duration: time.Millisecond})
+		metrics.Observe(observe.Event{Type: observe.EventRelease, Kind: "lock", Key: key, Ended: true, Held: time.Second})
 	}
 	for _, name := range []string{"dlock_obtain_duration_seconds", "dlock_hold_duration_seconds", "dlock_locks_held"} {
 		if n := testutil.CollectAndCount(metrics, name); n != 21 {

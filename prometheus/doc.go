@@ -1,7 +1,7 @@
 // Package dlockprom exports what dlock's locks do as Prometheus metrics.
 //
 // A Collector is both a prometheus.Collector, which the program registers,
-// and a dlock.Observer, which it installs on its dlock Clients with
+// and an observe.Observer, which it installs on its dlock Clients with
 // dlock.WithObserver:
 //
 //	metrics, err := dlockprom.New()

@@ -1,0 +1,43 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/dlock-go/dlock/internal/door"
+)
+
+// This declaration fills internal/door, the root's door for its sibling packages
+// (idempotency, cachefill, election): features only they need, kept off
+// the public surface. It is a variable declaration rather than an init
+// function so that the one side effect of initializing the package is
+// visible here, in one place; see internal/door for why it runs before any
+// caller of the door.
+var _ = door.Lend(door.Lent{
+	WithGuard: func(key string) any { return withGuard(key) },
+	ReleaseStoring: func(ctx context.Context, lock any, key string, value []byte, ttl time.Duration) error {
+		l, ok := lock.(*Lock)
+		if !ok || l == nil {
+			return fmt.Errorf("%w: ReleaseStoring of a %T, not a *dlock.Lock", ErrInvalidOption, lock)
+		}
+		return l.releaseStoring(ctx, key, value, ttl)
+	},
+	WaitReleaseOf: func(ctx context.Context, client any, key, fingerprint string) error {
+		c, ok := client.(*Client)
+		if !ok || c == nil {
+			return fmt.Errorf("%w: WaitReleaseOf on a %T, not a *dlock.Client", ErrInvalidOption, client)
+		}
+		if fingerprint == "" {
+			return fmt.Errorf("%w: WaitReleaseOf needs a holder's fingerprint", ErrInvalidOption)
+		}
+		return c.waitRelease(ctx, key, fingerprint)
+	},
+	Logger: func(client any) *slog.Logger {
+		if c, ok := client.(*Client); ok && c != nil {
+			return c.logger
+		}
+		return slog.Default()
+	},
+})
