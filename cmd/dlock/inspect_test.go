@@ -44,7 +44,7 @@ func TestStatus(t *testing.T) {
 	if strings.Contains(out, "waiters") {
 		t.Errorf("status of a lock nobody queues for shows waiters: %q", out)
 	}
-	if !regexp.MustCompile(`(?m)^summary: +held by ` + regexp.QuoteMeta(dlock.DefaultHolderName()) + ` \[` + lock.Fingerprint() + `\] for \d+s, fence \d+$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^summary: +held by ` + regexp.QuoteMeta(defaultHolderName()) + ` \[` + lock.Fingerprint() + `\] for \d+s, fence \d+$`).MatchString(out) {
 		t.Errorf("status has no line \"summary: held by NAME [FINGERPRINT] for ..., fence ...\": %q", out)
 	}
 
@@ -54,7 +54,7 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("status --json = %d, %q: %v", code, out, err)
 	}
 	want := lockJSON{Key: "nightly", Held: true, TTLMillis: got.TTLMillis, Fence: lock.Fence(), Holder: lock.Fingerprint(), Waiters: 0, Kind: "lock",
-		Name: dlock.DefaultHolderName(), Since: got.Since}
+		Name: defaultHolderName(), Since: got.Since}
 	if !reflect.DeepEqual(got, want) || got.Since == "" || got.TTLMillis < 50_000 || got.TTLMillis > 60_000 {
 		t.Errorf("status --json = %+v, want %+v with a ttl of about 60000", got, want)
 	}
@@ -129,7 +129,7 @@ func TestList(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, `"job:a"`) || !strings.Contains(out, `"job:b"`) || strings.Contains(out, "other") {
 		t.Errorf("list --match job:* = %d, %q, %q", code, out, errOut)
 	}
-	if !strings.Contains(out, "HOLDER") || !strings.Contains(out, top.HolderName(dlock.DefaultHolderName(), lock.Fingerprint())) || strings.Contains(out, lock.Token()[:6]) {
+	if !strings.Contains(out, "HOLDER") || !strings.Contains(out, top.HolderName(defaultHolderName(), lock.Fingerprint())) || strings.Contains(out, lock.Token()[:6]) {
 		t.Errorf("list = %q; want job:a's holder %s, and no part of its token", out, lock.Fingerprint())
 	}
 	code, out, _ = runCLI(t, "list", "--redis", srv.URL(), "--json")

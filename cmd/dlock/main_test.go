@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -58,4 +59,11 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// defaultHolderName is the holder name of a Client made without
+// dlock.WithHolderName: the host, the pid and the program.
+func defaultHolderName() string {
+	host, _ := os.Hostname()
+	return host + " pid " + strconv.Itoa(os.Getpid()) + " (" + filepath.Base(os.Args[0]) + ")"
 }

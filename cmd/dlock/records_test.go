@@ -113,7 +113,7 @@ func TestReleaseRefusesRecords(t *testing.T) {
 	}
 
 	code, stdout, stderr := runCLI(t, "release", "--force", "--redis", srv.URL(), "plain")
-	if want := "released \"plain\", held by " + top.HolderName(dlock.DefaultHolderName(), lock.Fingerprint()); code != 0 || !strings.HasPrefix(stdout, want) {
+	if want := "released \"plain\", held by " + top.HolderName(defaultHolderName(), lock.Fingerprint()); code != 0 || !strings.HasPrefix(stdout, want) {
 		t.Errorf("release --force plain = %d, %q, %q; want 0 and %q", code, stdout, stderr, want)
 	}
 	if exists("plain") {

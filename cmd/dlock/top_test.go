@@ -112,7 +112,7 @@ func TestTopPiped(t *testing.T) {
 			{b, "job:b", "0", regexp.MustCompile(`^[0-9]+m[0-9]{2}s$`), ""},
 		} {
 			got := block[want.key]
-			if len(got) != len(topHeader()) || got[1] != top.HolderName(dlock.DefaultHolderName(), want.lock.Fingerprint()) || strings.HasPrefix(got[2], ">") ||
+			if len(got) != len(topHeader()) || got[1] != top.HolderName(defaultHolderName(), want.lock.Fingerprint()) || strings.HasPrefix(got[2], ">") ||
 				!want.ttl.MatchString(got[3]) || got[4] != strconv.FormatInt(want.lock.Fence(), 10) ||
 				got[5] != want.waiters || got[6] != "0" || got[7] != want.value {
 				t.Errorf("block %d: %s = %q; want holder %s, held for a time its fence tells (no >), a ttl like %s, fence %d, %s waiters, 0 acq/s, value %q",

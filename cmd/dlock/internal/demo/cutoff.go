@@ -19,8 +19,9 @@ import (
 // with ErrLockLost: the worker stops before another can take the lock.
 // Should it write all the same, the fence makes the resource refuse it.
 const (
-	// cutTTL is the lock's ttl. A stops about the drift margin (see
-	// dlock.DriftFactor), 22ms for two seconds, before the key expires; on
+	// cutTTL is the lock's ttl. A stops about the drift margin (one
+	// percent of the ttl plus 2ms, as in Lock.Until), 22ms for two seconds,
+	// before the key expires; on
 	// a busy machine (the tests with the race detector, on two CPUs) A was
 	// seen to take 10ms to notice.
 	cutTTL   = 2 * time.Second

@@ -115,7 +115,7 @@ func readersAndWriter(ctx context.Context, d *env) result {
 
 // writeDoc rewrites doc docWrites times under the write side of an RW
 // lock, title first and body a moment later.
-func writeDoc(ctx context.Context, rdb *redis.Client, under func(context.Context, time.Duration, func(context.Context) error, ...dlock.ObtainOption) error, doc string) error {
+func writeDoc(ctx context.Context, rdb *redis.Client, under func(context.Context, time.Duration, func(context.Context) error, ...dlock.DoOption) error, doc string) error {
 	for i := 1; i <= docWrites; i++ {
 		v := fmt.Sprintf("v%d", i)
 		err := under(ctx, docTTL, func(ctx context.Context) error {
