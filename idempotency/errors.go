@@ -41,7 +41,8 @@ var (
 	ErrInvalidKey = errors.New("idempotency: invalid key")
 
 	// ErrInvalidOption means an option was given a value it cannot use, or
-	// New a nil Redis client. Every call of the Store then returns it.
+	// New a dlock Client it cannot use: nil, a Redlock, or one that cannot
+	// work. Every call of a Store that New did not make returns it.
 	ErrInvalidOption = errors.New("idempotency: invalid option")
 
 	// ErrClosed means the Store was closed.
