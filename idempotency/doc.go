@@ -44,9 +44,9 @@
 //     and fn does not run, unless the Middleware has WithFailOpen. Every call
 //     ends when its context does, even if Redis hangs.
 //   - A replay costs one round trip to Redis and takes no lock: the key's
-//     acquire finds the stored result first (dlock.WithGuard). A first call
-//     costs two: that acquire, and the release that stores its result while
-//     the lock is still its own (dlock.Lock.ReleaseStoring).
+//     acquire finds the stored result first, in the same script. A first
+//     call costs two: that acquire, and the release that stores its result
+//     while the lock is still its own.
 //
 // # Failure modes
 //
