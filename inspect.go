@@ -253,11 +253,12 @@ func (c *Client) checkKey(key string) error {
 const scanCount = 500
 
 // Scan lists the locks held now whose names match pattern, on every primary
-// of a Cluster, and on every node of a Redlock (each lock once). The pattern is a Redis glob, as for KEYS and SCAN MATCH:
-// "*" for all, ? * [abc] [^a] [a-z], and a backslash to escape. Scan uses
-// SCAN, never KEYS, so it does not block Redis, and like SCAN it may miss
-// locks taken or released while it runs. It finds the locks taken by dlock
-// (through their fence keys), not those of other clients.
+// of a Cluster, and on every node of a Redlock (each lock once). The pattern
+// is a Redis glob, as for KEYS and SCAN MATCH: "*" for all, ? * [abc] [^a]
+// [a-z], and a backslash to escape. Scan uses SCAN, never KEYS, so it does
+// not block Redis, and like SCAN it may miss locks taken or released while
+// it runs. It finds the locks taken by dlock (through their fence keys), not
+// those of other clients.
 //
 // The iteration stops at the first error, which it yields.
 func (c *Client) Scan(ctx context.Context, pattern string) iter.Seq2[LockInfo, error] {

@@ -65,8 +65,9 @@ func (l *Lock) Key() string { return l.key }
 
 // Token returns the random value that identifies this holder: 128 bits from
 // crypto/rand, URL-safe base64, followed by the holder's name (see
-// WithHolderName) and the lock's value, if it was obtained WithValue. The lock's key holds it in Redis while the
-// lock is ours. Treat it as a secret: whoever knows it can release the lock.
+// WithHolderName) and the lock's value, if it was obtained WithValue. The
+// lock's key holds it in Redis while the lock is ours. Treat it as a secret:
+// whoever knows it can release the lock.
 func (l *Lock) Token() string { return l.token }
 
 // Fence returns the fencing token of this holding: a number strictly larger

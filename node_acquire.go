@@ -61,12 +61,13 @@ func (n *node) acquireAcked(ctx context.Context, o op) (reply, error) {
 
 // acquireFenceless replies as acquire does, with fence 0, for a node of a
 // Redlock quorum: a plain SET NX PX takes the lock, pipelined with the
-// upkeep of its side key, a fraction of the script's time on the server. Only if it did not is the key read, to tell a key of
-// another type (WRONGTYPE), and our own token (go-redis resent the SET
-// after a lost reply) from another holder's. A held reply does not tell the
-// holder's PTTL (unknownTTL): asking would cost one more command, mostly
-// for nothing, as a minority of nodes that have not seen the last release
-// yet is common and does not stop a quorum.
+// upkeep of its side key, a fraction of the script's time on the server.
+// Only if it did not is the key read, to tell a key of another type
+// (WRONGTYPE), and our own token (go-redis resent the SET after a lost
+// reply) from another holder's. A held reply does not tell the holder's PTTL
+// (unknownTTL): asking would cost one more command, mostly for nothing, as a
+// minority of nodes that have not seen the last release yet is common and
+// does not stop a quorum.
 func (n *node) acquireFenceless(ctx context.Context, o op) (reply, error) {
 	key, token := o.key(), o.acq.arg
 	// SetNX's reply is a bool, so a lock found held is no redis.Nil error,

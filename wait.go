@@ -34,10 +34,10 @@ import (
 // the first, which goes first if it can): nothing tells of an expiry, and
 // the first waiter may be unable to try. So an expired lock is taken
 // within a timer and a round trip of its expiry, plus behindFirstGrace if
-// the first cannot try, as long as its holders use one ttl. If a holder with a shorter ttl follows one with a
-// longer, its lock can expire before the time the waiters saw: they take
-// it at that time, or a third of their lease after their last try, if
-// that comes first.
+// the first cannot try, as long as its holders use one ttl. If a holder
+// with a shorter ttl follows one with a longer, its lock can expire before
+// the time the waiters saw: they take it at that time, or a third of their
+// lease after their last try, if that comes first.
 type waiter struct {
 	c       *Client
 	kind    *holdKind

@@ -1,10 +1,10 @@
 package cachefill
 
-// keys are the Redis keys of one cache entry: the entry itself (a hash),
-// the lock its loader holds, the stream on which its loaders tell the
-// callers that wait that they are done, the claim of the caller that saw a
-// miss first, and the record of the last loader that gave up. The scripts use them together, so all must hash to one
-// Cluster slot.
+// keys are the Redis keys of one cache entry: the entry itself (a hash), the
+// lock its loader holds, the stream on which its loaders tell the callers
+// that wait that they are done, the claim of the caller that saw a miss
+// first, and the record of the last loader that gave up. The scripts use
+// them together, so all must hash to one Cluster slot.
 type keys struct {
 	entry  string
 	lock   string

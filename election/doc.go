@@ -48,13 +48,14 @@
 // with different terms. A leader whose dlock Client is closed loses its
 // leadership at once, but the seat stays taken until its lease runs out.
 //
-// Redis down or paused: Campaign returns the error of Redis at once,
-// wrapped (errors.As finds the *dlock.NodeError, errors.Is the network's
-// error). Lead retries it, after a pause that grows up to a lease, and logs
-// each failure with its error through the dlock Client's logger
-// (dlock.WithLogger, default slog.Default(); WithLogger overrides it); when its deadline passes, its error wraps the deadline and the
-// last failure of Redis. Cancelling Lead's context is a shutdown: Lead
-// resigns and returns nil.
+// Redis down or paused: Campaign returns the error of Redis at once, wrapped
+// (errors.As finds the *dlock.NodeError, errors.Is the network's error).
+// Lead retries it, after a pause that grows up to a lease, and logs each
+// failure with its error through the dlock Client's logger
+// (dlock.WithLogger, default slog.Default(); WithLogger overrides it); when
+// its deadline passes, its error wraps the deadline and the last failure of
+// Redis. Cancelling Lead's context is a shutdown: Lead resigns and returns
+// nil.
 //
 // Every call has one effect, whatever go-redis resends: it sends a command
 // again, on another connection, when its reply did not come within its

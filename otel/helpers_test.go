@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/testwait"
+	"github.com/dlock-go/dlock/internal/testenv"
 	dlockotel "github.com/dlock-go/dlock/otel"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -143,7 +143,7 @@ func hasAll(set attribute.Set, want []attribute.KeyValue) bool {
 // eventually fails the test unless cond becomes true within d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	testwait.Until(t, d, what, cond)
+	testenv.Eventually(t, d, what, cond)
 }
 
 func timeout(t *testing.T, d time.Duration) context.Context {

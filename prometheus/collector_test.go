@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/testwait"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/observe"
 	dlockprom "github.com/dlock-go/dlock/prometheus"
 	"github.com/dlock-go/dlock/redistest"
@@ -39,7 +39,7 @@ func newCollector(t *testing.T, opts ...dlockprom.Option) (*dlockprom.Collector,
 // eventually fails the test unless cond becomes true within d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	testwait.Until(t, d, what, cond)
+	testenv.Eventually(t, d, what, cond)
 }
 
 func TestMetricsOfRealLocks(t *testing.T) {

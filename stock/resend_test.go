@@ -118,13 +118,13 @@ func start(t *testing.T, what string, s *spy, copies int64, call func() error) <
 	return errc
 }
 
-// A call in flight while Redis is paused past go-redis's ReadTimeout is
-// sent two or three times, and every copy runs once Redis answers: each
-// mutating call takes effect once and answers nil. One pause, every call
-// in flight at once, and a batch of calls of one sku as well. A Cancel resent after the order reserved again does
-// not cancel the new hold; a Delete resent after the sku was set again
-// does not delete it. A call whose context ends first says its outcome is
-// unknown, and takes effect once too.
+// A call in flight while Redis is paused past go-redis's ReadTimeout is sent
+// two or three times, and every copy runs once Redis answers: each mutating
+// call takes effect once and answers nil. One pause, every call in flight at
+// once, and a batch of calls of one sku as well. A Cancel resent after the
+// order reserved again does not cancel the new hold; a Delete resent after
+// the sku was set again does not delete it. A call whose context ends first
+// says its outcome is unknown, and takes effect once too.
 func TestResentCallsTakeEffectOnce(t *testing.T) {
 	t.Parallel()
 	e := newFaultEnv(t)

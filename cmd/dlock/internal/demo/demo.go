@@ -19,10 +19,10 @@ import (
 )
 
 // Run runs every case on rdb, one after the other, prints on stdout the
-// table of what happened, a row as each case ends, and reports whether every invariant held. When one broke, or a case could
-// not run, it says which, and why, on stderr. Its keys start with
-// "dlock-demo:" and a random run id, and are deleted at the end or expire
-// within seconds.
+// table of what happened, a row as each case ends, and reports whether every
+// invariant held. When one broke, or a case could not run, it says which,
+// and why, on stderr. Its keys start with "dlock-demo:" and a random run id,
+// and are deleted at the end or expire within seconds.
 func Run(ctx context.Context, rdb *redis.Client, stdout, stderr io.Writer) bool {
 	locker := dlock.New(rdb)
 	defer locker.Close()
