@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -134,5 +135,50 @@ func TestCloseLeavesTheClient(t *testing.T) {
 	}
 	if err := lock.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A call running when its Store closes stores its outcome on the Client,
+// still open; one running when the Client closes cannot store it, and its
+// key stays blocked.
+func TestCallRunningAcrossClose(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Client(t)
+	ctx := testenv.Timeout(t, 10*time.Second)
+	for _, closeClient := range []bool{false, true} {
+		locker := dlock.New(rdb)
+		store, err := idempotency.New(locker, idempotency.WithPrefix(prefix(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := "order:" + strconv.FormatBool(closeClient)
+		running, proceed := make(chan struct{}), make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := store.Do(ctx, key, nil, func(context.Context) ([]byte, error) {
+				close(running)
+				<-proceed
+				return []byte("charged"), nil
+			})
+			done <- err
+		}()
+		receive(t, running)
+		store.Close()
+		if closeClient {
+			locker.Close()
+		}
+		close(proceed)
+		err = receive(t, done)
+		locker.Close()
+		if closeClient != errors.Is(err, idempotency.ErrNotStored) || (!closeClient && err != nil) {
+			t.Fatalf("closed the Client too: %v; the running call's Do = %v", closeClient, err)
+		}
+		// The outcome is replayed; or, not stored, the key stays blocked
+		// until the lock's time to live runs out.
+		later := newStore(t, rdb, idempotency.WithWait(0))
+		_, replayed, err := later.Do(ctx, key, nil, func(context.Context) ([]byte, error) { return []byte("again"), nil })
+		if (closeClient && !errors.Is(err, idempotency.ErrInProgress)) || (!closeClient && (err != nil || !replayed)) {
+			t.Errorf("closed the Client too: %v; a later Do replayed %v, %v", closeClient, replayed, err)
+		}
 	}
 }

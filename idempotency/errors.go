@@ -26,8 +26,8 @@ var (
 
 	// ErrNotStored means fn ran, but its result was not stored: the lock
 	// on the key was lost while fn ran (see dlock.ErrLockLost, also in the
-	// error), or the Store was closed. Do still returns fn's result. The
-	// next call with the key runs fn again.
+	// error), or the dlock Client was closed. Do still returns fn's result.
+	// The next call with the key runs fn again.
 	ErrNotStored = errors.New("idempotency: result not stored")
 
 	// ErrMaybeStored means fn ran, and whether its result was stored is

@@ -52,13 +52,14 @@ func New(locker *dlock.Client, opts ...Option) (*Store, error) {
 	return &Store{cfg: cfg, locker: locker}, nil
 }
 
-// Close makes later calls return ErrClosed. Call it once the calls of Do
-// and the requests through the Middleware have returned: a call still
-// running when the Store closes cannot store its result, and its key stays
-// blocked until the lock's time to live runs out (see WithLockTTL). Close
-// closes neither the dlock Client nor the Redis client: close the Client
-// after the Store, which waits for the background work of the Store's
-// locks. It always returns nil.
+// Close makes later calls return ErrClosed. A call already running goes on
+// on the dlock Client, and stores its outcome while the Client is open.
+// Close closes neither the dlock Client nor the Redis client: close the
+// Client after the Store, once the calls of Do and the requests through
+// the Middleware have returned. A call still running when the Client
+// closes loses its lock and cannot store its result (ErrNotStored), and
+// its key stays blocked until the lock's time to live runs out (see
+// WithLockTTL). Close always returns nil.
 func (s *Store) Close() error {
 	if s == nil {
 		return nil
