@@ -6,8 +6,8 @@ import (
 	"go/doc"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -48,8 +48,22 @@ const maxExported = 90
 func exportedNames(t *testing.T, dir string) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	notTest := func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }
-	pkgs, err := parser.ParseDir(fset, dir, notTest, parser.ParseComments)
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	d, err := doc.NewFromFiles(fset, files, "github.com/dlock-go/dlock")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,23 +77,20 @@ func exportedNames(t *testing.T, dir string) []string {
 			}
 		}
 	}
-	for _, p := range pkgs {
-		d := doc.New(p, "github.com/dlock-go/dlock", 0)
-		values(d.Consts)
-		values(d.Vars)
-		for _, f := range d.Funcs {
+	values(d.Consts)
+	values(d.Vars)
+	for _, f := range d.Funcs {
+		names = append(names, f.Name)
+	}
+	for _, typ := range d.Types {
+		names = append(names, typ.Name)
+		values(typ.Consts)
+		values(typ.Vars)
+		for _, f := range typ.Funcs {
 			names = append(names, f.Name)
 		}
-		for _, typ := range d.Types {
-			names = append(names, typ.Name)
-			values(typ.Consts)
-			values(typ.Vars)
-			for _, f := range typ.Funcs {
-				names = append(names, f.Name)
-			}
-			for _, m := range typ.Methods {
-				names = append(names, typ.Name+"."+m.Name)
-			}
+		for _, m := range typ.Methods {
+			names = append(names, typ.Name+"."+m.Name)
 		}
 	}
 	slices.Sort(names)

@@ -31,16 +31,16 @@ func newResendEnv(t *testing.T) resendEnv {
 }
 
 // twice runs o twice, as two copies of one call, and returns both replies.
-func (e resendEnv) twice(t *testing.T, o op) (first, copy reply) {
+func (e resendEnv) twice(t *testing.T, o op) (first, second reply) {
 	t.Helper()
 	var err error
 	if first, err = e.c.run(context.Background(), o); err != nil {
 		t.Fatalf("first copy: %v", err)
 	}
-	if copy, err = e.c.run(context.Background(), o); err != nil {
+	if second, err = e.c.run(context.Background(), o); err != nil {
 		t.Fatalf("second copy: %v", err)
 	}
-	return first, copy
+	return first, second
 }
 
 func (e resendEnv) obtain(t *testing.T, key string) *Lock {
@@ -59,9 +59,9 @@ func TestReleaseCopyAnswersAsTheFirst(t *testing.T) {
 
 	t.Run("deleted", func(t *testing.T) {
 		l := e.obtain(t, "resend:deleted")
-		first, copy := e.twice(t, l.releaseOp())
-		if first.code != ours || copy.code != ours {
-			t.Errorf("release copies answered %d, %d; want %d, %d", first.code, copy.code, ours, ours)
+		first, second := e.twice(t, l.releaseOp())
+		if first.code != ours || second.code != ours {
+			t.Errorf("release copies answered %d, %d; want %d, %d", first.code, second.code, ours, ours)
 		}
 	})
 
@@ -94,9 +94,9 @@ func TestReleaseCopyAnswersAsTheFirst(t *testing.T) {
 		if r, err := e.c.run(ctx, w.op()); err != nil || r.code != held {
 			t.Fatalf("the waiter joins the queue: %+v, %v", r, err)
 		}
-		first, copy := e.twice(t, l.releaseOp())
-		if first.code != ours || copy.code != ours {
-			t.Errorf("release copies answered %d, %d; want %d, %d", first.code, copy.code, ours, ours)
+		first, second := e.twice(t, l.releaseOp())
+		if first.code != ours || second.code != ours {
+			t.Errorf("release copies answered %d, %d; want %d, %d", first.code, second.code, ours, ours)
 		}
 		if v := e.rdb.Get(ctx, l.key).Val(); v != w.token {
 			t.Errorf("the lock holds %q after the handover, want the waiter's token", v)
@@ -162,9 +162,9 @@ func TestReleaseCopyAnswersAsTheFirst(t *testing.T) {
 	t.Run("quiet", func(t *testing.T) {
 		// A Redlock attempt's take-back: released once, the copy answers so.
 		l := e.obtain(t, "resend:quiet")
-		first, copy := e.twice(t, l.attempt().undo(true))
-		if first.code != ours || copy.code != ours {
-			t.Errorf("take-back copies answered %d, %d; want %d, %d", first.code, copy.code, ours, ours)
+		first, second := e.twice(t, l.attempt().undo(true))
+		if first.code != ours || second.code != ours {
+			t.Errorf("take-back copies answered %d, %d; want %d, %d", first.code, second.code, ours, ours)
 		}
 	})
 
@@ -184,9 +184,9 @@ func TestReleaseCopyAnswersAsTheFirst(t *testing.T) {
 		if v := e.rdb.Get(ctx, key).Val(); v != w.token {
 			t.Fatalf("the lock holds %q, want the waiter's token", v)
 		}
-		first, copy := e.twice(t, w.undo(false))
-		if first.code != ours || copy.code != ours {
-			t.Errorf("leave copies answered %d, %d; want %d, %d", first.code, copy.code, ours, ours)
+		first, second := e.twice(t, w.undo(false))
+		if first.code != ours || second.code != ours {
+			t.Errorf("leave copies answered %d, %d; want %d, %d", first.code, second.code, ours, ours)
 		}
 		if n := e.rdb.Exists(ctx, key).Val(); n != 0 {
 			t.Error("the lock is still held after the leave")
@@ -250,14 +250,14 @@ func TestRaiseFenceCopyAnswersAsTheFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := &fenceRaise{kind: lockKind, keys: lockKeys(key), token: "token-of-holder"}
-		first, copy := e.twice(t, f.op(0))
-		if first.code != ours || copy.code != ours || copy.value != first.value {
-			t.Errorf("hand-out copies: %+v, %+v; want the same fence", first, copy)
+		first, second := e.twice(t, f.op(0))
+		if first.code != ours || second.code != ours || second.value != first.value {
+			t.Errorf("hand-out copies: %+v, %+v; want the same fence", first, second)
 		}
 		stored := first.value + 1000
-		first, copy = e.twice(t, f.op(stored))
-		if first.code != ours || copy.code != ours || first.value != stored || copy.value != stored {
-			t.Errorf("write-back copies: %+v, %+v; want both %d", first, copy, stored)
+		first, second = e.twice(t, f.op(stored))
+		if first.code != ours || second.code != ours || first.value != stored || second.value != stored {
+			t.Errorf("write-back copies: %+v, %+v; want both %d", first, second, stored)
 		}
 	})
 
@@ -268,9 +268,9 @@ func TestRaiseFenceCopyAnswersAsTheFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := &fenceRaise{kind: l.kind, keys: l.keys, token: l.arg}
-		first, copy := e.twice(t, f.op(0))
-		if first.code != ours || copy.code != ours || copy.value != first.value {
-			t.Errorf("hand-out copies: %+v, %+v; want the same fence", first, copy)
+		first, second := e.twice(t, f.op(0))
+		if first.code != ours || second.code != ours || second.value != first.value {
+			t.Errorf("hand-out copies: %+v, %+v; want the same fence", first, second)
 		}
 		if first.value != l.Fence() {
 			t.Errorf("handed out %d, want the holder's fence on the node, %d", first.value, l.Fence())
@@ -284,14 +284,14 @@ func TestAcquireCopyAnswersAsTheFirst(t *testing.T) {
 	t.Parallel()
 	e := newResendEnv(t)
 	a := e.c.newAttempt(lockKind, queueKeys("resend:acquire"), time.Minute, nil, obtainConfig{})
-	first, copy := e.twice(t, a.op())
-	if first.code != acquired || copy.code != acquired || copy.value != first.value {
-		t.Errorf("acquire copies: %+v, %+v; want acquired twice with one fence", first, copy)
+	first, second := e.twice(t, a.op())
+	if first.code != acquired || second.code != acquired || second.value != first.value {
+		t.Errorf("acquire copies: %+v, %+v; want acquired twice with one fence", first, second)
 	}
 	sem := e.c.newAttempt(semaphoreKind, holdKeys("resend:acquire:sem"), time.Minute, int64(2), obtainConfig{})
-	first, copy = e.twice(t, sem.op())
-	if first.code != acquired || copy.code != acquired || copy.value != first.value {
-		t.Errorf("semaphore acquire copies: %+v, %+v; want acquired twice with one fence", first, copy)
+	first, second = e.twice(t, sem.op())
+	if first.code != acquired || second.code != acquired || second.value != first.value {
+		t.Errorf("semaphore acquire copies: %+v, %+v; want acquired twice with one fence", first, second)
 	}
 	if n := e.rdb.ZCard(context.Background(), "resend:acquire:sem").Val(); n != 1 {
 		t.Errorf("%d permits held after two copies of one acquire, want 1", n)

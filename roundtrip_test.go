@@ -3,11 +3,12 @@ package dlock_test
 import (
 	"bufio"
 	"context"
-	"github.com/dlock-go/dlock/internal/testenv"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // An obtain and a release are one round trip each. MONITOR shows every

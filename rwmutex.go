@@ -89,7 +89,7 @@ func (m *RWMutex) do(ctx context.Context, kind *holdKind, ttl time.Duration, fn 
 	if fn == nil {
 		return ErrNilFunc
 	}
-	cfg, err := m.config(ttl, doObtainOptions(opts), true)
+	cfg, err := m.config(ttl, doObtainOptions(opts))
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (m *RWMutex) do(ctx context.Context, kind *holdKind, ttl time.Duration, fn 
 }
 
 func (m *RWMutex) acquire(ctx context.Context, kind *holdKind, ttl time.Duration, wait bool, opts []ObtainOption) (*Lock, error) {
-	cfg, err := m.config(ttl, opts, false)
+	cfg, err := m.config(ttl, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -113,15 +113,9 @@ func (m *RWMutex) acquire(ctx context.Context, kind *holdKind, ttl time.Duration
 // config reads the options of an acquire. The waiters of an RW lock on
 // one deployment always queue as fair ones, whom a release hands their
 // holds; WithFair changes nothing, on a Redlock either.
-func (m *RWMutex) config(ttl time.Duration, opts []ObtainOption, do bool) (obtainConfig, error) {
+func (m *RWMutex) config(ttl time.Duration, opts []ObtainOption) (obtainConfig, error) {
 	opts = append(opts[:len(opts):len(opts)], func(c *obtainConfig) { c.fair = false })
-	var cfg obtainConfig
-	var err error
-	if do {
-		cfg, err = m.c.check(m.name, ttl, opts)
-	} else {
-		cfg, err = m.c.check(m.name, ttl, opts)
-	}
+	cfg, err := m.c.check(m.name, ttl, opts)
 	cfg.fair = m.c.quorum == nil
 	return cfg, err
 }

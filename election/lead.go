@@ -114,7 +114,7 @@ func (e *Election) stopped(ctx context.Context, err, failed error) error {
 	}
 	if err == nil {
 		err = fmt.Errorf("election %q: %w", e.name, ctx.Err())
-		if cause := context.Cause(ctx); cause != ctx.Err() {
+		if cause := context.Cause(ctx); !errors.Is(cause, ctx.Err()) {
 			err = fmt.Errorf("%w: %w", err, cause)
 		}
 	}

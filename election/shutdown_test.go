@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -31,18 +30,6 @@ func (c deadlineContext) Err() error {
 		return context.DeadlineExceeded
 	}
 	return nil
-}
-
-// deadAddr returns a loopback address where nothing listens.
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // With nothing listening where Redis should be, Lead logs each failed
@@ -161,7 +148,7 @@ func TestLeadShutdownReturnsNil(t *testing.T) {
 	failed := errors.New("flush failed")
 	ctx, cancel = context.WithCancel(context.Background())
 	go func() {
-		done <- election.Lead(ctx, e, "leader", func(ctx context.Context) error {
+		done <- election.Lead(ctx, e, "leader", func(context.Context) error {
 			cancel()
 			return failed
 		})

@@ -321,7 +321,7 @@ func (e *resendEnv) holdCalls() []resentCall {
 			name:    "rw write release",
 			call:    hold.Release,
 			between: func(ctx context.Context) { _, readerErr = e.other.RWMutex(name).TryRLock(ctx, time.Minute) },
-			check: func(t *testing.T, ctx context.Context, err error) {
+			check: func(t *testing.T, _ context.Context, err error) {
 				if err != nil {
 					t.Errorf("Release = %v, want nil", err)
 				}

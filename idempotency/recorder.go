@@ -25,9 +25,6 @@ func newRecorder(w http.ResponseWriter, limit int) *recorder {
 	return &recorder{w: w, before: w.Header().Clone(), limit: limit}
 }
 
-// wrote reports whether the handler wrote a response: a status, or a body.
-func (r *recorder) wrote() bool { return r.status != 0 }
-
 // discardHeader undoes what the handler did to the header of a response it
 // did not write, so that the Middleware's own answer carries none of it.
 func (r *recorder) discardHeader() {

@@ -80,9 +80,9 @@ func BenchmarkAdd(b *testing.B) {
 // benchmarks alone (-run '^$').
 func countCommands(b *testing.B, rdb *redis.Client) func() {
 	ctx := context.Background()
-	calls, usec := commandStats(b, ctx, rdb)
+	calls, usec := commandStats(ctx, b, rdb)
 	return func() {
-		calls2, usec2 := commandStats(b, ctx, rdb)
+		calls2, usec2 := commandStats(ctx, b, rdb)
 		b.ReportMetric(float64(calls2-calls-1)/float64(b.N), "redis-cmds/op") // less the INFO of before
 		b.ReportMetric(float64(usec2-usec)/float64(b.N), "redis-µs/op")
 	}
@@ -90,7 +90,7 @@ func countCommands(b *testing.B, rdb *redis.Client) func() {
 
 // commandStats returns the calls of every command in INFO commandstats,
 // and the microseconds spent in EVALSHA and EVAL.
-func commandStats(b *testing.B, ctx context.Context, rdb *redis.Client) (calls, scriptUsec int64) {
+func commandStats(ctx context.Context, b *testing.B, rdb *redis.Client) (calls, scriptUsec int64) {
 	info, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)

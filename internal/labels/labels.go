@@ -5,29 +5,29 @@ package labels
 
 import "sync"
 
-// Bounded admits the first max distinct values it meets, and keeps them;
+// Bounded admits the first limit distinct values it meets, and keeps them;
 // every other value maps to its other value. A value thus always maps to
 // the same label, so a gauge goes down under the label it went up under.
 // It is safe for concurrent use.
 type Bounded struct {
-	max      int
+	limit    int
 	other    string
 	mu       sync.RWMutex
 	admitted map[string]struct{}
 }
 
-// NewBounded returns a Bounded that admits max values (none if max is not
+// NewBounded returns a Bounded that admits limit values (none if limit is not
 // positive) and maps the rest to other.
-func NewBounded(max int, other string) *Bounded {
-	return &Bounded{max: max, other: other, admitted: map[string]struct{}{}}
+func NewBounded(limit int, other string) *Bounded {
+	return &Bounded{limit: limit, other: other, admitted: map[string]struct{}{}}
 }
 
 // Label returns v if v is admitted, or is admitted now because fewer than
-// max values are; else the other value.
+// limit values are; else the other value.
 func (b *Bounded) Label(v string) string {
 	b.mu.RLock()
 	_, ok := b.admitted[v]
-	full := len(b.admitted) >= b.max
+	full := len(b.admitted) >= b.limit
 	b.mu.RUnlock()
 	switch {
 	case ok:
@@ -38,7 +38,7 @@ func (b *Bounded) Label(v string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.admitted[v]; !ok {
-		if len(b.admitted) >= b.max {
+		if len(b.admitted) >= b.limit {
 			return b.other
 		}
 		b.admitted[v] = struct{}{}

@@ -29,11 +29,11 @@ func TestBoundedNone(t *testing.T) {
 	}
 }
 
-// Concurrent callers admit max values in all, and each value maps to one
+// Concurrent callers admit limit values in all, and each value maps to one
 // label for good.
 func TestBoundedConcurrent(t *testing.T) {
-	const max, callers, values = 10, 8, 50
-	b := labels.NewBounded(max, "other")
+	const limit, callers, values = 10, 8, 50
+	b := labels.NewBounded(limit, "other")
 	seen := make([]map[string]string, callers)
 	var wg sync.WaitGroup
 	for i := range callers {
@@ -60,7 +60,7 @@ func TestBoundedConcurrent(t *testing.T) {
 			}
 		}
 	}
-	if len(admitted) != max {
-		t.Errorf("%d values admitted, want %d", len(admitted), max)
+	if len(admitted) != limit {
+		t.Errorf("%d values admitted, want %d", len(admitted), limit)
 	}
 }

@@ -77,8 +77,8 @@ func leaderDies(ctx context.Context, d *env) result {
 		return failed(fmt.Errorf("no other leader within %v of the first dying", leaderWait))
 	}
 	took := time.Since(died).Round(10 * time.Millisecond)
-	happened := fmt.Sprintf("%d candidates: %s led, died without resigning;\n%s took over %v later (the lease: %v);\nterms %d, then %d",
-		leaderCandidates, first.Value, next.Value, took, leaderLease, first.Term, next.Term)
+	happened := fmt.Sprintf("%d candidates: %s led, died without resigning;\n%s took over %v later (the lease: %v);\nterms %d (%s),\nthen %d (%s)",
+		leaderCandidates, first.Value, next.Value, took, leaderLease, first.Term, termTime(first.Term), next.Term, termTime(next.Term))
 	var problems []string
 	if next.Term <= first.Term {
 		problems = append(problems, fmt.Sprintf("the new term %d is not above %d", next.Term, first.Term))
@@ -128,4 +128,11 @@ func (s *seatCount) most() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.max
+}
+
+// termTime is the time a term stands for: a term is a fence, at least the
+// server's time in microseconds when its leader was elected, and nearly
+// always that time.
+func termTime(term int64) string {
+	return time.UnixMicro(term).UTC().Format("15:04:05.000 MST")
 }
