@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cachefill"
 )
 
@@ -45,12 +46,12 @@ func renderProduct(_ context.Context, id string) ([]byte, error) {
 
 // runInstance is an instance of the service: it makes its Cache as
 // docs/packages.md shows, hands it over, and keeps it until ctx ends.
-func runInstance(ctx context.Context, rdb redis.UniversalClient, serve chan<- *cachefill.Cache) error {
-	cache, err := cachefill.New(rdb) // one per process: safe for concurrent use
+func runInstance(ctx context.Context, locker *dlock.Client, serve chan<- *cachefill.Cache) error {
+	cache, err := cachefill.New(locker) // one per process, on its dlock Client
 	if err != nil {
-		return err // cachefill.ErrNilClient or ErrInvalidOption
+		return err // cachefill.ErrNilClient or ErrInvalidOption (a Redlock Client)
 	}
-	defer cache.Close()
+	defer cache.Close() // before locker.Close
 	serve <- cache
 	<-ctx.Done()
 	return nil
@@ -68,8 +69,10 @@ func TestReadmeProductPage(t *testing.T) {
 	for range 2 {
 		rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 		t.Cleanup(func() { rdb.Close() })
+		locker := dlock.New(rdb)
+		t.Cleanup(func() { locker.Close() }) // before rdb's
 		instances.Go(func() {
-			if err := runInstance(running, rdb, serve); err != nil {
+			if err := runInstance(running, locker, serve); err != nil {
 				t.Error(err)
 				close(serve)
 			}

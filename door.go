@@ -40,4 +40,16 @@ var _ = door.Lend(door.Lent{
 		}
 		return slog.Default()
 	},
+	DeploymentOf: func(client any) door.Deployment {
+		c, ok := client.(*Client)
+		switch {
+		case !ok || c == nil:
+			return door.Deployment{Err: fmt.Errorf("%w: a %T, not a *dlock.Client", ErrInvalidOption, client)}
+		case c.err != nil:
+			return door.Deployment{Err: c.err}
+		case c.quorum != nil:
+			return door.Deployment{Redlock: true}
+		}
+		return door.Deployment{Redis: c.node.rdb}
+	},
 })

@@ -10,8 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/idempotency"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -20,26 +19,27 @@ import (
 // Middleware on a payment endpoint, and Do around a charge.
 func TestReadmeChargeOnce(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.NewServer(t).Client()
+	locker := dlock.New(redistest.NewServer(t).Client())
+	t.Cleanup(func() { locker.Close() })
 	var charges atomic.Int32
 	payHandler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprint(w, "charge ", charges.Add(1))
 	})
 	accountOf := func(r *http.Request) string { return r.Header.Get("X-Account") }
-	if err := readmeChargeOnce(t, rdb, payHandler, accountOf, &charges); err != nil {
+	if err := readmeChargeOnce(t, locker, payHandler, accountOf, &charges); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // readmeChargeOnce runs the code of docs/packages.md: two requests with one key, and
 // two calls of Do with one key.
-func readmeChargeOnce(t *testing.T, rdb redis.UniversalClient, payHandler http.Handler, accountOf func(*http.Request) string, charges *atomic.Int32) error {
-	store, err := idempotency.New(rdb) // one per process, like dlock.New
+func readmeChargeOnce(t *testing.T, locker *dlock.Client, payHandler http.Handler, accountOf func(*http.Request) string, charges *atomic.Int32) error {
+	store, err := idempotency.New(locker) // one per process, on its dlock Client
 	if err != nil {
-		return err // a nil client, or an invalid option
+		return err // a nil or Redlock Client, or an invalid option
 	}
-	defer store.Close()
+	defer store.Close() // before locker.Close
 
 	mux := http.NewServeMux()
 	mux.Handle("POST /payments", store.Middleware(payHandler,

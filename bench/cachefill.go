@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cachefill"
 )
 
@@ -397,22 +398,30 @@ func (c *pollingCache) get(ctx context.Context, key string, load func(context.Co
 	return b, err
 }
 
-// cachefillCache is a cachefill.Cache at its defaults.
-type cachefillCache struct{ cache *cachefill.Cache }
+// cachefillCache is a cachefill.Cache at its defaults, on a dlock Client
+// of its own.
+type cachefillCache struct {
+	locker *dlock.Client
+	cache  *cachefill.Cache
+}
 
 func newCachefillCache(rdb *redis.Client) stampedeCache {
-	cache, err := cachefill.New(rdb)
+	locker := dlock.New(rdb)
+	cache, err := cachefill.New(locker)
 	if err != nil {
-		panic(err) // a non-nil client, no option
+		panic(err) // a Client on a non-nil client, no option
 	}
-	return cachefillCache{cache}
+	return cachefillCache{locker, cache}
 }
 
 func (c cachefillCache) get(ctx context.Context, key string, load func(context.Context) ([]byte, error)) ([]byte, error) {
 	return c.cache.Get(ctx, key, time.Minute, load)
 }
 
-func (c cachefillCache) close() { _ = c.cache.Close() }
+func (c cachefillCache) close() {
+	_ = c.cache.Close()
+	_ = c.locker.Close()
+}
 
 // redisFloorCache runs the least protocol any cache that fills a key once
 // across processes through Redis needs: one round trip before the load

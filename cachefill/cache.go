@@ -3,6 +3,7 @@ package cachefill
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -12,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/door"
 	"github.com/dlock-go/dlock/internal/owner"
-	"github.com/dlock-go/dlock/internal/redisclient"
 )
 
 // Cache keeps entries in Redis and fills a missing one with one load
@@ -21,8 +22,8 @@ import (
 // use; make one per process and share it, since loads are shared within
 // a Cache too.
 type Cache struct {
-	rdb    redis.UniversalClient
-	locker *dlock.Client // of the loaders' locks; the Cache's own
+	rdb    redis.UniversalClient // locker's: the Cache's own scripts and reads
+	locker *dlock.Client         // the caller's: the loaders' locks
 	opts   options
 	log    *slog.Logger
 
@@ -43,27 +44,46 @@ type Cache struct {
 	hits, misses, waits, loads, refreshes, fallbacks atomic.Int64
 }
 
-// New returns a Cache on rdb, a go-redis client of any kind: a
-// *redis.Client, a Sentinel failover client, or a *redis.ClusterClient
-// (an entry's keys share a slot). New does not talk to Redis. A nil rdb or
-// an invalid option is no panic: New returns an error wrapping
-// ErrNilClient or ErrInvalidOption, and no Cache.
+// New returns a Cache on the Redis deployment of locker, a Client made by
+// dlock.New on a go-redis client of any kind: a *redis.Client, a Sentinel
+// failover client, or a *redis.ClusterClient (an entry's keys share a
+// slot). The loaders' locks are locker's: its observers
+// (dlock.WithObserver) see them and its holder name (dlock.WithHolderName)
+// names them; the Cache reads and stores entries through locker's go-redis
+// client, and reports to locker's logger unless WithLogger says otherwise.
+// New does not talk to Redis.
 //
-// The Cache makes a dlock.Client on rdb for the loaders' locks, which
-// Close closes; rdb itself stays open.
-func New(rdb redis.UniversalClient, opts ...Option) (*Cache, error) {
-	if redisclient.IsNil(rdb) {
-		return nil, ErrNilClient
+// A Redlock Client (dlock.NewRedlock) is refused: the script that stores an
+// entry checks the loader's lock on the server that keeps the entry, in the
+// same step, which a lock on a quorum of independent servers cannot offer
+// (see the package documentation). A nil locker, or one made on a nil
+// go-redis client, is no panic: New returns an error wrapping ErrNilClient;
+// a Redlock Client, a Client given an invalid option, or an invalid option
+// of New's, an error wrapping ErrInvalidOption; and no Cache.
+//
+// The Client stays the caller's: Close does not close it. Close it after
+// the Cache.
+func New(locker *dlock.Client, opts ...Option) (*Cache, error) {
+	if locker == nil {
+		return nil, fmt.Errorf("%w: New with a nil dlock.Client", ErrNilClient)
 	}
-	o, err := newOptions(opts)
+	d := door.DeploymentOf(locker)
+	switch {
+	case d.Redlock:
+		return nil, fmt.Errorf("%w: New with a Redlock Client: the store of an entry checks its loader's lock on the server that keeps the entry, so the lock must be on that server; use a Client made by dlock.New", ErrInvalidOption)
+	case errors.Is(d.Err, dlock.ErrNilClient):
+		return nil, fmt.Errorf("%w: New with a dlock.Client made on a nil go-redis client: %w", ErrNilClient, d.Err)
+	case d.Err != nil:
+		return nil, fmt.Errorf("%w: New with a dlock.Client that cannot work: %w", ErrInvalidOption, d.Err)
+	}
+	o, err := newOptions(door.Logger(locker), opts)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{rdb: rdb, opts: o, log: o.logger, refreshing: make(map[string]bool),
+	c := &Cache{rdb: d.Redis, locker: locker, opts: o, log: o.logger, refreshing: make(map[string]bool),
 		blocked: make(chan struct{}, maxBlockedWaits), own: owner.New()}
 	c.life, c.lifeEnd = context.WithCancel(context.Background())
 	c.flights = newGroup(c.life, c.spawn, c.fetchFor)
-	c.locker = dlock.New(rdb, dlock.WithLogger(o.logger))
 	return c, nil
 }
 
@@ -75,7 +95,8 @@ var errNotNew = fmt.Errorf("%w: a Cache not made by New", ErrNilClient)
 // waits for them, so a load function must return when its context ends.
 // The locks of its loads are released at once, so that a Cache elsewhere
 // loads instead. Gets that wait return an error, and later calls
-// ErrClosed. Close does not close the Redis client.
+// ErrClosed. Close closes neither the dlock Client given to New nor its
+// Redis client: close the Client after the Cache.
 func (c *Cache) Close() error {
 	if c == nil || c.own == nil {
 		return nil
@@ -83,7 +104,7 @@ func (c *Cache) Close() error {
 	c.own.Close()
 	c.lifeEnd()
 	c.own.Wait()
-	return c.locker.Close()
+	return nil
 }
 
 // spawn runs work in a goroutine that Close waits for, unless the Cache is

@@ -37,3 +37,21 @@ func TestCluster(t *testing.T) {
 		}
 	}
 }
+
+// On Sentinel, a Cache runs on a Client made on the failover client: a miss
+// loads once, and a second Cache gets the stored entry.
+func TestSentinel(t *testing.T) {
+	t.Parallel()
+	d := redistest.NewSentinelDeployment(t, "cachefill")
+	first, second := newCache(t, d.FailoverClient()), newCache(t, d.FailoverClient())
+	ctx := testenv.Timeout(t, 20*time.Second)
+	src := &source{value: "v"}
+	for _, c := range []*cachefill.Cache{first, second} {
+		if v, err := c.Get(ctx, "user:42", time.Minute, src.load); err != nil || string(v) != "v" {
+			t.Errorf("Get = %q, %v", v, err)
+		}
+	}
+	if n := src.loads.Load(); n != 1 {
+		t.Errorf("loaded %d times, want once", n)
+	}
+}

@@ -2,11 +2,11 @@
 // single load across every process that shares the Redis, so a hot key
 // that expires does not send a stampede to the database.
 //
-//	cache, err := cachefill.New(rdb) // any go-redis client; one per process
+//	cache, err := cachefill.New(locker) // the process's dlock.Client; one Cache per process
 //	if err != nil {
-//		return err // a nil rdb or an invalid option
+//		return err // a nil or Redlock Client, or an invalid option
 //	}
-//	defer cache.Close()
+//	defer cache.Close() // before locker.Close
 //
 //	v, err := cache.Get(ctx, "user:42", time.Minute, func(ctx context.Context) ([]byte, error) {
 //		return db.LoadUser(ctx, 42) // return cachefill.ErrNotFound for a missing row
@@ -77,11 +77,21 @@
 //
 // It needs Redis 7.0 or later (a read claims a fill with SET NX GET).
 //
+// # The dlock Client
+//
+// A Cache takes its loaders' locks on the dlock Client given to New: the
+// Client's observers (dlock.WithObserver) see them, its holder name names
+// them, and the Cache reports to its logger unless WithLogger says
+// otherwise. The Cache reads and stores entries through the Client's
+// go-redis client. The Client is the caller's: Cache.Close does not close
+// it; close it after the Cache.
+//
 // A Cache runs on one Redis deployment (a server, Sentinel or a Cluster),
 // not on a Redlock quorum: the script that stores an entry checks the
 // loader's lock in the same call, on the server that keeps the entry, and
-// the lock is taken only while the entry is missing (dlock.WithGuard, which
-// a Redlock Client refuses).
+// the lock is taken only while the entry is missing, which a lock on a
+// quorum of independent servers cannot offer. New refuses a Client made by
+// dlock.NewRedlock with an error wrapping ErrInvalidOption.
 //
 // # Failure modes
 //
@@ -90,8 +100,8 @@
 //     WithFallback(false) it returns the error instead. The database then
 //     gets one load per process, not one per request. The Cache logs a
 //     warning when it starts loading directly, and that Redis answers
-//     again when it does, through WithLogger's logger: slog.Default()
-//     unless given.
+//     again when it does, through WithLogger's logger: the dlock
+//     Client's unless given.
 //   - A load function that ignores its context keeps running after Get
 //     gave up on it, and Close waits for it.
 //   - Concurrent Gets of one key in a process share the first one's ttl

@@ -23,9 +23,12 @@ var (
 	ErrInvalidTTL = errors.New("cachefill: invalid ttl")
 	// ErrNilLoad means Get was given a nil load function.
 	ErrNilLoad = errors.New("cachefill: nil load function")
-	// ErrInvalidOption means an option given to New was out of range.
+	// ErrInvalidOption means an option given to New was out of range, or
+	// New was given a dlock Client it cannot use: a Redlock, or one given
+	// an invalid option.
 	ErrInvalidOption = errors.New("cachefill: invalid option")
-	// ErrNilClient means that New was given a nil Redis client.
+	// ErrNilClient means that New was given a nil dlock Client, or one
+	// made on a nil Redis client.
 	ErrNilClient = errors.New("cachefill: nil redis client")
 	// ErrClosed means a call on a Cache after Close.
 	ErrClosed = errors.New("cachefill: cache closed")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cachefill"
 )
 
@@ -18,7 +19,10 @@ import (
 func Example() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	cache, err := cachefill.New(rdb) // one per process: safe for concurrent use
+	locker := dlock.New(rdb) // the Client of the process's locks
+	defer locker.Close()     // after the Cache: deferred calls run last first
+
+	cache, err := cachefill.New(locker) // one per process: safe for concurrent use
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -58,7 +62,9 @@ type product struct {
 func ExampleTyped() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	cache, err := cachefill.New(rdb)
+	locker := dlock.New(rdb)
+	defer locker.Close()
+	cache, err := cachefill.New(locker)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -100,7 +106,9 @@ func ExampleTyped() {
 func ExampleCache_Invalidate() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	cache, err := cachefill.New(rdb)
+	locker := dlock.New(rdb)
+	defer locker.Close()
+	cache, err := cachefill.New(locker)
 	if err != nil {
 		fmt.Println(err)
 		return

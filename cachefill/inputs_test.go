@@ -8,8 +8,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cachefill"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // Bad input is an error before anything reaches Redis, never a panic.
@@ -33,6 +35,7 @@ func TestBadInput(t *testing.T) {
 		{"typed without cache", typedGet(ctx, cachefill.Typed[int]{}, key), cachefill.ErrNilClient},
 		{"ended context", get(canceled(), cache, key, time.Minute, load), context.Canceled},
 	}
+	locker := lockenv.Locker(t, nil)
 	badOptions := []cachefill.Option{
 		nil,
 		cachefill.WithPrefix("a{b"),
@@ -47,17 +50,26 @@ func TestBadInput(t *testing.T) {
 		cachefill.WithLogger(nil),
 	}
 	for i, opt := range badOptions {
-		if c, err := cachefill.New(testenv.Client(t), opt); c != nil || !errors.Is(err, cachefill.ErrInvalidOption) {
+		if c, err := cachefill.New(locker, opt); c != nil || !errors.Is(err, cachefill.ErrInvalidOption) {
 			t.Errorf("bad option %c: New = %v, %v; want nil, ErrInvalidOption", 'a'+i, c, err)
 		}
 	}
-	if c, err := cachefill.New(testenv.Client(t), cachefill.WithJitter(1), cachefill.WithJitter(0)); c != nil || !errors.Is(err, cachefill.ErrInvalidOption) {
+	if c, err := cachefill.New(locker, cachefill.WithJitter(1), cachefill.WithJitter(0)); c != nil || !errors.Is(err, cachefill.ErrInvalidOption) {
 		t.Errorf("a bad option, then a valid one: New = %v, %v; want nil, ErrInvalidOption", c, err)
 	}
-	for what, rdb := range map[string]redis.UniversalClient{"nil": nil, "nil *redis.Client": (*redis.Client)(nil)} {
-		if c, err := cachefill.New(rdb); c != nil || !errors.Is(err, cachefill.ErrNilClient) {
+	nilRedis := dlock.New(nil)
+	t.Cleanup(func() { nilRedis.Close() })
+	typedNilRedis := dlock.New((*redis.Client)(nil))
+	t.Cleanup(func() { typedNilRedis.Close() })
+	for what, locker := range map[string]*dlock.Client{"nil": nil, "a Client on nil": nilRedis, "a Client on a nil *redis.Client": typedNilRedis} {
+		if c, err := cachefill.New(locker); c != nil || !errors.Is(err, cachefill.ErrNilClient) {
 			t.Errorf("New(%s) = %v, %v; want nil, ErrNilClient", what, c, err)
 		}
+	}
+	badClient := dlock.New(testenv.Client(t), dlock.WithLogger(nil))
+	t.Cleanup(func() { badClient.Close() })
+	if c, err := cachefill.New(badClient); c != nil || !errors.Is(err, cachefill.ErrInvalidOption) || !errors.Is(err, dlock.ErrInvalidOption) {
+		t.Errorf("New(a Client given an invalid option) = %v, %v; want nil, ErrInvalidOption", c, err)
 	}
 	if err := new(cachefill.Cache).Close(); err != nil {
 		t.Errorf("Close of a Cache not made by New = %v", err)

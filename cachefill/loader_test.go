@@ -15,6 +15,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cachefill"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // getAsync runs cache.Get in a goroutine of the test and returns its
@@ -233,7 +234,7 @@ func TestHungLoadTimesOut(t *testing.T) {
 func TestCacheClosedMidLoad(t *testing.T) {
 	t.Parallel()
 	key := testenv.NewKey(t)
-	first, err := cachefill.New(testenv.Client(t), cachefill.WithLockTTL(time.Hour))
+	first, err := cachefill.New(lockenv.Locker(t, nil), cachefill.WithLockTTL(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

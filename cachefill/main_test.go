@@ -14,6 +14,7 @@ import (
 
 	"github.com/dlock-go/dlock/cachefill"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // redisAddr is the address of a redis-server shared by the tests that need
@@ -24,10 +25,11 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.SharedServer(&redisAddr), testenv.IgnoreRedial())
 }
 
-// newCache returns a Cache on rdb, closed when the test ends.
+// newCache returns a Cache on a dlock Client of its own on rdb (one per
+// simulated process), both closed when the test ends, the Cache first.
 func newCache(t testing.TB, rdb redis.UniversalClient, opts ...cachefill.Option) *cachefill.Cache {
 	t.Helper()
-	c, err := cachefill.New(rdb, opts...)
+	c, err := cachefill.New(lockenv.Locker(t, rdb), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

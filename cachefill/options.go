@@ -41,7 +41,9 @@ type options struct {
 	err          error
 }
 
-func newOptions(opts []Option) (options, error) {
+// newOptions returns the options of opts, with logger as the default
+// logger.
+func newOptions(logger *slog.Logger, opts []Option) (options, error) {
 	o := options{
 		prefix:       DefaultPrefix,
 		lockTTL:      DefaultLockTTL,
@@ -51,7 +53,7 @@ func newOptions(opts []Option) (options, error) {
 		beta:         DefaultBeta,
 		redisTimeout: DefaultRedisTimeout,
 		fallback:     true,
-		logger:       slog.Default(),
+		logger:       logger,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -187,12 +189,12 @@ func WithFallback(on bool) Option {
 // caller: that Gets fall back on loading directly because Redis failed (a
 // Warn, with the key and the error, when the first one does, a Debug for
 // each further one, and an Info when a read of Redis succeeds again),
-// background refreshes that failed, lost loader locks. The Cache's own
-// dlock Client logs there too.
+// background refreshes that failed, lost loader locks.
 //
-// The default is slog.Default() as it is when New is called, so that a
-// Cache that falls back is never silent; slog.New(slog.DiscardHandler)
-// silences it.
+// The default is the logger of the dlock Client given to New
+// (dlock.WithLogger, itself slog.Default() by default), so that a Cache
+// that falls back is never silent; slog.New(slog.DiscardHandler) silences
+// it.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l == nil {

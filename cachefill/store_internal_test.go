@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -127,7 +128,7 @@ func TestFillClaimAndMessages(t *testing.T) {
 func newStoreEnv(t *testing.T) (*redis.Client, *Cache, keys) {
 	t.Helper()
 	rdb := redistest.NewServer(t).Client()
-	c, err := New(rdb)
+	c, err := New(lockenv.Locker(t, rdb))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,3 +39,25 @@ func TestDoOnCluster(t *testing.T) {
 		t.Errorf("fn ran %d times for %d keys", n, len(keys))
 	}
 }
+
+// On Sentinel, a Store runs on a Client made on the failover client:
+// calls run once and replay.
+func TestDoOnSentinel(t *testing.T) {
+	t.Parallel()
+	d := redistest.NewSentinelDeployment(t, "idem")
+	store := newStore(t, d.FailoverClient())
+	ctx := testenv.Timeout(t, 20*time.Second)
+	var runs atomic.Int32
+	for _, wantReplayed := range []bool{false, true} {
+		result, replayed, err := store.Do(ctx, "order:1", nil, func(context.Context) ([]byte, error) {
+			runs.Add(1)
+			return []byte("charged"), nil
+		})
+		if err != nil || replayed != wantReplayed || string(result) != "charged" {
+			t.Fatalf("Do = %q, %v, %v; want the result, replayed %v", result, replayed, err, wantReplayed)
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("fn ran %d times, want 1", n)
+	}
+}

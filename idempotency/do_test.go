@@ -15,6 +15,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/idempotency"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // counted returns a function for Do that counts its runs and returns result.
@@ -348,22 +349,31 @@ func TestStoreInvalid(t *testing.T) {
 	rdb := testenv.Client(t)
 	ctx := testenv.Timeout(t, 10*time.Second)
 	fn := func(context.Context) ([]byte, error) { return nil, nil }
+	locker := lockenv.Locker(t, rdb)
+	nilRedis := dlock.New(nil)
+	t.Cleanup(func() { nilRedis.Close() })
+	typedNilRedis := dlock.New((*redis.Client)(nil))
+	t.Cleanup(func() { typedNilRedis.Close() })
+	badOption := dlock.New(rdb, dlock.WithLogger(nil))
+	t.Cleanup(func() { badOption.Close() })
 	invalid := map[string]struct {
-		rdb  redis.UniversalClient
-		opts []idempotency.Option
+		locker *dlock.Client
+		opts   []idempotency.Option
 	}{
-		"nil client":       {nil, nil},
-		"nil option":       {rdb, []idempotency.Option{nil}},
-		"retention 0":      {rdb, []idempotency.Option{idempotency.WithRetention(0)}},
-		"negative wait":    {rdb, []idempotency.Option{idempotency.WithWait(-time.Second)}},
-		"max result 0":     {rdb, []idempotency.Option{idempotency.WithMaxResult(0)}},
-		"empty prefix":     {rdb, []idempotency.Option{idempotency.WithPrefix("")}},
-		"lock ttl 1µs":     {rdb, []idempotency.Option{idempotency.WithLockTTL(time.Microsecond)}},
-		"nil logger":       {rdb, []idempotency.Option{idempotency.WithLogger(nil)}},
-		"typed nil client": {(*redis.Client)(nil), nil},
+		"nil Client":               {nil, nil},
+		"Client on nil redis":      {nilRedis, nil},
+		"Client on typed nil":      {typedNilRedis, nil},
+		"Client with a bad option": {badOption, nil},
+		"nil option":               {locker, []idempotency.Option{nil}},
+		"retention 0":              {locker, []idempotency.Option{idempotency.WithRetention(0)}},
+		"negative wait":            {locker, []idempotency.Option{idempotency.WithWait(-time.Second)}},
+		"max result 0":             {locker, []idempotency.Option{idempotency.WithMaxResult(0)}},
+		"empty prefix":             {locker, []idempotency.Option{idempotency.WithPrefix("")}},
+		"lock ttl 1µs":             {locker, []idempotency.Option{idempotency.WithLockTTL(time.Microsecond)}},
+		"nil logger":               {locker, []idempotency.Option{idempotency.WithLogger(nil)}},
 	}
 	for name, in := range invalid {
-		if store, err := idempotency.New(in.rdb, in.opts...); !errors.Is(err, idempotency.ErrInvalidOption) || store != nil {
+		if store, err := idempotency.New(in.locker, in.opts...); !errors.Is(err, idempotency.ErrInvalidOption) || store != nil {
 			t.Errorf("%s: New = %v, %v; want no Store and ErrInvalidOption", name, store, err)
 		}
 	}

@@ -9,11 +9,11 @@
 // net/http handlers with the Idempotency-Key header of the IETF draft
 // draft-ietf-httpapi-idempotency-key-header:
 //
-//	store, err := idempotency.New(rdb)
+//	store, err := idempotency.New(locker) // locker: the process's dlock.Client
 //	if err != nil {
 //		return err
 //	}
-//	defer store.Close()
+//	defer store.Close() // before locker.Close
 //	http.Handle("POST /payments", store.Middleware(payHandler))
 //
 // # Guarantees
@@ -44,9 +44,9 @@
 //     and fn does not run, unless the Middleware has WithFailOpen. Every call
 //     ends when its context does, even if Redis hangs.
 //   - A replay costs one round trip to Redis and takes no lock: the key's
-//     acquire finds the stored result first (dlock.WithGuard). A first call
-//     costs two: that acquire, and the release that stores its result while
-//     the lock is still its own (dlock.Lock.ReleaseStoring).
+//     acquire finds the stored result first, in the same script. A first
+//     call costs two: that acquire, and the release that stores its result
+//     while the lock is still its own.
 //
 // # Failure modes
 //
@@ -107,10 +107,19 @@
 // go-redis sends it again after a ReadTimeout (its default MaxRetries is
 // 3), as dlock's are.
 //
+// # The dlock Client
+//
+// A Store takes the locks of its keys on the dlock Client given to New:
+// the Client's observers (dlock.WithObserver) see them, its holder name
+// names them, and the Store reports to its logger unless WithLogger says
+// otherwise. The Client is the caller's: Store.Close does not close it;
+// close it after the Store.
+//
 // A Store runs on one Redis deployment (a server, Sentinel or a Cluster),
 // not on a Redlock quorum: the lock's acquire looks for the stored outcome
-// and its release stores it, on the server that keeps both keys
-// (dlock.WithGuard, which a Redlock Client refuses).
+// and its release stores it, in one step on the server that keeps both
+// keys, which a quorum of independent servers cannot do. New refuses a
+// Client made by dlock.NewRedlock with an error wrapping ErrInvalidOption.
 //
 // # Tests
 //

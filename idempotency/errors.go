@@ -26,8 +26,8 @@ var (
 
 	// ErrNotStored means fn ran, but its result was not stored: the lock
 	// on the key was lost while fn ran (see dlock.ErrLockLost, also in the
-	// error), or the Store was closed. Do still returns fn's result. The
-	// next call with the key runs fn again.
+	// error), or the dlock Client was closed. Do still returns fn's result.
+	// The next call with the key runs fn again.
 	ErrNotStored = errors.New("idempotency: result not stored")
 
 	// ErrMaybeStored means fn ran, and whether its result was stored is
@@ -41,7 +41,8 @@ var (
 	ErrInvalidKey = errors.New("idempotency: invalid key")
 
 	// ErrInvalidOption means an option was given a value it cannot use, or
-	// New a nil Redis client. Every call of the Store then returns it.
+	// New a dlock Client it cannot use: nil, a Redlock, or one that cannot
+	// work. Every call of a Store that New did not make returns it.
 	ErrInvalidOption = errors.New("idempotency: invalid option")
 
 	// ErrClosed means the Store was closed.

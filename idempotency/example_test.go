@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/idempotency"
 )
 
@@ -34,7 +35,9 @@ func chargeCard(_ context.Context, order string) ([]byte, error) {
 func ExampleStore_Do() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	store, err := idempotency.New(rdb, idempotency.WithPrefix("example-do:"))
+	locker := dlock.New(rdb) // the Client of the process's locks
+	defer locker.Close()     // after the Store: deferred calls run last first
+	store, err := idempotency.New(locker, idempotency.WithPrefix("example-do:"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -64,7 +67,9 @@ func ExampleStore_Do() {
 func ExampleFinal() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	store, err := idempotency.New(rdb, idempotency.WithPrefix("example-final:"))
+	locker := dlock.New(rdb) // the Client of the process's locks
+	defer locker.Close()     // after the Store: deferred calls run last first
+	store, err := idempotency.New(locker, idempotency.WithPrefix("example-final:"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -92,7 +97,9 @@ func ExampleFinal() {
 func ExampleStore_Middleware() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
-	store, err := idempotency.New(rdb, idempotency.WithPrefix("example-middleware:"))
+	locker := dlock.New(rdb) // the Client of the process's locks
+	defer locker.Close()     // after the Store: deferred calls run last first
+	store, err := idempotency.New(locker, idempotency.WithPrefix("example-middleware:"))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/idempotency"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
@@ -179,7 +180,11 @@ func TestMiddlewareProcessKilledMidHandler(t *testing.T) {
 	const lockTTL = 300 * time.Millisecond
 
 	rdbA := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	storeA := mustNew(t, rdbA, idempotency.WithPrefix(prefix(t)), idempotency.WithLockTTL(lockTTL))
+	lockerA := dlock.New(rdbA)
+	storeA, err := idempotency.New(lockerA, idempotency.WithPrefix(prefix(t)), idempotency.WithLockTTL(lockTTL))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dead := make(chan struct{})
 	var chargedByA atomic.Int32
 	running := make(chan struct{})
@@ -194,6 +199,7 @@ func TestMiddlewareProcessKilledMidHandler(t *testing.T) {
 	go func() { answerA <- post(ctx, t, webA.URL, `"k"`, "") }()
 	receive(t, running)
 	storeA.Close() // the process dies: no release, no renewal
+	lockerA.Close()
 	rdbA.Close()
 
 	pay := &payments{}

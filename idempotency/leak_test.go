@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/idempotency"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
@@ -24,7 +25,8 @@ func TestNoGoroutinesLeftBehind(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	srv := redistest.NewServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	store, err := idempotency.New(rdb, idempotency.WithPrefix(prefix(t)))
+	locker := dlock.New(rdb)
+	store, err := idempotency.New(locker, idempotency.WithPrefix(prefix(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +74,7 @@ func TestNoGoroutinesLeftBehind(t *testing.T) {
 	client.CloseIdleConnections()
 	web.Close()
 	store.Close()
+	locker.Close()
 	rdb.Close()
 	srv.Kill()
 	goleak.VerifyNone(t, before)

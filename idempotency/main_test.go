@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlock-go/dlock/idempotency"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // redisAddr is the address of a redis-server shared by the tests that do
@@ -47,11 +48,12 @@ func newStore(t testing.TB, rdb redis.UniversalClient, opts ...idempotency.Optio
 	return mustNew(t, rdb, opts...)
 }
 
-// mustNew returns idempotency.New's Store, closed when the test ends, and
-// fails the test if New fails.
+// mustNew returns idempotency.New's Store on a dlock Client of its own on
+// rdb (one per simulated process), both closed when the test ends, the
+// Store first, and fails the test if New fails.
 func mustNew(t testing.TB, rdb redis.UniversalClient, opts ...idempotency.Option) *idempotency.Store {
 	t.Helper()
-	store, err := idempotency.New(rdb, opts...)
+	store, err := idempotency.New(lockenv.Locker(t, rdb), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

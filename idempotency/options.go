@@ -37,14 +37,16 @@ type config struct {
 	err       error
 }
 
-func newConfig(opts []Option) config {
+// newConfig returns the configuration of opts, with logger as the default
+// logger.
+func newConfig(logger *slog.Logger, opts []Option) config {
 	c := config{
 		retention: DefaultRetention,
 		wait:      DefaultWait,
 		maxResult: DefaultMaxResult,
 		prefix:    DefaultPrefix,
 		lockTTL:   DefaultLockTTL,
-		logger:    slog.Default(),
+		logger:    logger,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -138,8 +140,8 @@ func WithLockTTL(d time.Duration) Option {
 
 // WithLogger sets where the Store reports what it cannot return to a caller,
 // such as a response too large to store, a lock lost while its request ran,
-// or a failed release. The default is slog.Default() as it is when New is
-// called; to discard, pass slog.New(slog.DiscardHandler).
+// or a failed release. The default is the logger of the dlock Client given
+// to New (dlock.WithLogger); to discard, pass slog.New(slog.DiscardHandler).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l == nil {

@@ -6,54 +6,65 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/redisclient"
+	"github.com/dlock-go/dlock/internal/door"
 )
 
 // Store keeps the outcomes of calls by idempotency key in Redis, and makes
 // sure that one call at a time runs for a key. It is safe for concurrent
 // use; one Store per process and Redis is enough.
 type Store struct {
-	rdb    redis.UniversalClient
-	locker *dlock.Client // its own, on rdb: closed by Close
+	locker *dlock.Client // the caller's: its locks, observers and logger
 	cfg    config
 
 	closed atomic.Bool
 }
 
-// New returns a Store that keeps its records and locks on rdb: a
-// *redis.Client (also from redis.NewFailoverClient) or a
-// *redis.ClusterClient. It does not talk to Redis.
+// New returns a Store that keeps its records and locks on the Redis
+// deployment of locker, a Client made by dlock.New on a *redis.Client
+// (also from redis.NewFailoverClient) or a *redis.ClusterClient. The keys'
+// locks are locker's: its observers (dlock.WithObserver) see them, and its
+// holder name (dlock.WithHolderName) names them. The Store reports to
+// locker's logger unless WithLogger says otherwise. New does not talk to
+// Redis.
 //
-// A nil rdb or an invalid option is not a panic: New returns an error
-// wrapping ErrInvalidOption, and no Store.
-func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
-	cfg := newConfig(opts)
-	if cfg.err == nil && redisclient.IsNil(rdb) {
-		cfg.invalid("New with a nil redis client")
+// A Redlock Client (dlock.NewRedlock) is refused: the acquire of a key's
+// lock looks for its stored outcome, and its release stores it, in one step
+// on the server that keeps both, which a quorum of independent servers
+// cannot do (see the package documentation). A nil locker, a Redlock
+// Client, one that cannot work (made on a nil go-redis client, or with an
+// invalid option) or an invalid option is not a panic: New returns an
+// error wrapping ErrInvalidOption, and no Store.
+func New(locker *dlock.Client, opts ...Option) (*Store, error) {
+	if locker == nil {
+		return nil, fmt.Errorf("%w: New with a nil dlock.Client", ErrInvalidOption)
 	}
+	switch d := door.DeploymentOf(locker); {
+	case d.Redlock:
+		return nil, fmt.Errorf("%w: New with a Redlock Client: a key's outcome is stored and found in the same step as its lock, on one deployment; use a Client made by dlock.New", ErrInvalidOption)
+	case d.Err != nil:
+		return nil, fmt.Errorf("%w: New with a dlock.Client that cannot work: %w", ErrInvalidOption, d.Err)
+	}
+	cfg := newConfig(door.Logger(locker), opts)
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	return &Store{rdb: rdb, cfg: cfg, locker: dlock.New(rdb, dlock.WithLogger(cfg.logger))}, nil
+	return &Store{cfg: cfg, locker: locker}, nil
 }
 
-// Close makes later calls return ErrClosed and waits for the Store's
-// background work. Call it once the calls of Do and the requests through the
-// Middleware have returned: a call still running when the Store closes
-// cannot store its result, and its key stays blocked until the lock's time
-// to live runs out (see WithLockTTL). Close does not close the Redis client.
-// It always returns nil.
+// Close makes later calls return ErrClosed. A call already running goes on
+// on the dlock Client, and stores its outcome while the Client is open.
+// Close closes neither the dlock Client nor the Redis client: close the
+// Client after the Store, once the calls of Do and the requests through
+// the Middleware have returned. A call still running when the Client
+// closes loses its lock and cannot store its result (ErrNotStored), and
+// its key stays blocked until the lock's time to live runs out (see
+// WithLockTTL). Close always returns nil.
 func (s *Store) Close() error {
 	if s == nil {
 		return nil
 	}
 	s.closed.Store(true)
-	if s.locker != nil {
-		s.locker.Close() // waits for the lock's background work
-	}
 	return nil
 }
 

@@ -19,6 +19,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ErrGuarded means an acquire found its guard key (WithGuard) and did not
@@ -48,6 +50,7 @@ type Lent struct {
 	ReleaseStoring func(ctx context.Context, lock any, key string, value []byte, ttl time.Duration) error
 	WaitReleaseOf  func(ctx context.Context, client any, key, fingerprint string) error
 	Logger         func(client any) *slog.Logger
+	DeploymentOf   func(client any) Deployment
 }
 
 // lent is set once, by the root's package initialization, and only read
@@ -113,4 +116,27 @@ func WaitReleaseOf(ctx context.Context, client any, key, fingerprint string) err
 // the same place.
 func Logger(client any) *slog.Logger {
 	return lent.Logger(client)
+}
+
+// Deployment is what a package built on a *dlock.Client needs to know of
+// the deployment it keeps its locks on, to run scripts of its own there.
+type Deployment struct {
+	// Redis is the go-redis client a Client made by dlock.New keeps its
+	// locks on; nil for a Redlock Client and for a Client that cannot
+	// work (Err).
+	Redis redis.UniversalClient
+	// Redlock reports a Client made by dlock.NewRedlock: its locks are on
+	// a quorum of independent deployments, none of which holds them all.
+	Redlock bool
+	// Err is the error every call of the Client returns: dlock.ErrNilClient
+	// for a Client made by dlock.New on a nil go-redis client, an error
+	// wrapping dlock.ErrInvalidOption for one given an invalid option, or
+	// for client not a *dlock.Client (or a nil one). Nil otherwise, also
+	// once the Client is closed.
+	Err error
+}
+
+// DeploymentOf returns the deployment of client, a *dlock.Client.
+func DeploymentOf(client any) Deployment {
+	return lent.DeploymentOf(client)
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cachefill"
 )
 
@@ -30,7 +31,9 @@ func hotKeyMiss(ctx context.Context, d *env) result {
 	for i := range caches {
 		// A generous Redis timeout: on a busy machine, a slow answer of the
 		// embedded Redis must not count as Redis down (a direct load).
-		cache, err := cachefill.New(d.rdb, cachefill.WithPrefix(prefix), cachefill.WithRedisTimeout(10*time.Second))
+		locker := dlock.New(d.rdb) // an instance's own Client
+		defer func() { _ = locker.Close() }()
+		cache, err := cachefill.New(locker, cachefill.WithPrefix(prefix), cachefill.WithRedisTimeout(10*time.Second))
 		if err != nil {
 			return failed(err)
 		}

@@ -30,7 +30,7 @@ const (
 func doubleClickPay(ctx context.Context, d *env) result {
 	chargesKey := d.key("order:1001:charges")
 	defer d.cleanup(ctx, chargesKey)
-	store, err := idempotency.New(d.rdb, idempotency.WithPrefix(d.key("idem:")), idempotency.WithRetention(payRetention))
+	store, err := idempotency.New(d.locker, idempotency.WithPrefix(d.key("idem:")), idempotency.WithRetention(payRetention))
 	if err != nil {
 		return failed(err)
 	}
