@@ -1,4 +1,4 @@
-package dlock_test
+package stock_test
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/stock"
 )
 
 // checkout sells one unit of sku to order: reserve it, take the payment,
 // then commit the sale, or cancel it so that the unit goes back on sale.
-// (docs/packages.md shows this function; package stock's own examples are in
-// stock/example_test.go.)
+// (docs/packages.md shows this function; the package's own examples are in
+// example_test.go.)
 func checkout(ctx context.Context, inv *stock.Inventory, sku, order string, pay func() error) error {
 	err := inv.Reserve(ctx, sku, order, 1, 10*time.Minute)
 	if err != nil {
@@ -29,8 +30,7 @@ func checkout(ctx context.Context, inv *stock.Inventory, sku, order string, pay 
 
 func TestReadmeCheckout(t *testing.T) {
 	t.Parallel()
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := testenv.Client(t)
 	if err := readmeSale(t, rdb); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func readmeSale(t *testing.T, rdb *redis.Client) error {
 	}
 	defer inv.Close()
 	ctx := context.Background()
-	sku := testKey(t)
+	sku := testenv.Key(t)
 	if err := inv.Set(ctx, sku, 1); err != nil {
 		t.Fatal(err)
 	}

@@ -1,21 +1,19 @@
-package dlock_test
+package election_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
-	"github.com/dlock-go/dlock/jobs"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
+	"github.com/dlock-go/dlock/redistest"
 )
 
-// docs/packages.md shows the bodies of these two functions; packages election
-// and jobs have their own examples.
-
+// readmeLead runs the code that docs/packages.md shows (its body); the package's
+// own examples are in example_test.go.
 func readmeLead(ctx context.Context, locker *dlock.Client, hostname string, scheduleInvoices func(context.Context, int64) error) error {
 	e, err := election.New(locker, "billing-scheduler") // the seat is the lock "billing-scheduler"
 	if err != nil {
@@ -28,20 +26,10 @@ func readmeLead(ctx context.Context, locker *dlock.Client, hostname string, sche
 	return err
 }
 
-func readmeNightly(ctx context.Context, locker *dlock.Client, report func(context.Context) error) (jobs.Outcome, error) {
-	runner, err := jobs.New(locker, jobs.WithAttempts(2)) // one per process
-	if err != nil {
-		return 0, err // jobs.ErrInvalid: an invalid option
-	}
-	slot := jobs.Slot(time.Now(), 24*time.Hour) // the day (UTC) it is fired in
-	outcome, err := runner.Run(ctx, "nightly-report", slot, report)
-	return outcome, err // jobs.Ran here; or AlreadyDone, RunningElsewhere, NoAttemptsLeft
-}
-
 // Two hosts lead in turn: the second takes over when the first's work ends.
 func TestReadmeLead(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
+	rdb := redistest.NewServer(t).Client() // a server of its own: the seat's name is the docs'
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var leading atomic.Int32
@@ -49,7 +37,7 @@ func TestReadmeLead(t *testing.T) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, host := range []string{"a", "b"} {
-		locker := newLocker(t, e.rdb)
+		locker := lockenv.Locker(t, rdb)
 		wg.Go(func() {
 			err := readmeLead(ctx, locker, host, func(_ context.Context, term int64) error {
 				if leading.Add(1) != 1 {
@@ -69,26 +57,5 @@ func TestReadmeLead(t *testing.T) {
 	wg.Wait()
 	if len(terms) != 2 || terms[1] <= terms[0] {
 		t.Errorf("terms %v, want two, increasing", terms)
-	}
-}
-
-func TestReadmeNightly(t *testing.T) {
-	t.Parallel()
-	e := setup(t)
-	failed := errors.New("database down")
-	var outcomes []jobs.Outcome
-	for _, err := range []error{failed, nil, nil} { // three hosts, one after the other
-		outcome, got := readmeNightly(t.Context(), newLocker(t, e.rdb), func(context.Context) error { return err })
-		if !errors.Is(got, err) {
-			t.Errorf("Run = %v, want %v", got, err)
-		}
-		outcomes = append(outcomes, outcome)
-	}
-	want := []jobs.Outcome{jobs.RanAndFailed, jobs.Ran, jobs.AlreadyDone}
-	for i := range want {
-		if outcomes[i] != want[i] {
-			t.Errorf("outcomes %v, want %v", outcomes, want)
-			break
-		}
 	}
 }

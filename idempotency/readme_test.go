@@ -1,4 +1,4 @@
-package dlock_test
+package idempotency_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -19,8 +20,7 @@ import (
 // Middleware on a payment endpoint, and Do around a charge.
 func TestReadmeChargeOnce(t *testing.T) {
 	t.Parallel()
-	locker := dlock.New(redistest.NewServer(t).Client())
-	t.Cleanup(func() { locker.Close() })
+	locker := lockenv.Locker(t, redistest.NewServer(t).Client())
 	var charges atomic.Int32
 	payHandler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusCreated)

@@ -1,4 +1,4 @@
-package dlock_test
+package cachefill_test
 
 import (
 	"context"
@@ -11,16 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cachefill"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 )
 
 // productPage returns a product's page from the cache, or renders it once
 // across every instance of the service when it is missing. (docs/packages.md
-// shows this function; package cachefill's own examples are in
-// cachefill/example_test.go.)
+// shows this function; the package's own examples are in example_test.go.)
 func productPage(ctx context.Context, cache *cachefill.Cache, id string) ([]byte, error) {
 	return cache.Get(ctx, "product:"+id, 10*time.Minute, func(ctx context.Context) ([]byte, error) {
 		page, err := renderProduct(ctx, id) // the slow query
@@ -67,10 +66,7 @@ func TestReadmeProductPage(t *testing.T) {
 	var caches []*cachefill.Cache
 	serve := make(chan *cachefill.Cache)
 	for range 2 {
-		rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-		t.Cleanup(func() { rdb.Close() })
-		locker := dlock.New(rdb)
-		t.Cleanup(func() { locker.Close() }) // before rdb's
+		locker := lockenv.Locker(t, nil) // on a go-redis client of its own
 		instances.Go(func() {
 			if err := runInstance(running, locker, serve); err != nil {
 				t.Error(err)
@@ -84,7 +80,7 @@ func TestReadmeProductPage(t *testing.T) {
 		caches = append(caches, cache)
 	}
 	renderings.Store(0)
-	id := fmt.Sprintf("%s-%d", testKey(t), time.Now().UnixNano())
+	id := fmt.Sprintf("%s-%d", testenv.Key(t), time.Now().UnixNano())
 	missing := "missing-" + id
 	var wg sync.WaitGroup
 	for i := range 20 {
