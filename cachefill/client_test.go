@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cachefill"
 	"github.com/dlock-go/dlock/internal/testenv"
@@ -111,15 +109,7 @@ func TestCacheLogsToClientsLogger(t *testing.T) {
 // stored: New refuses it, and says why.
 func TestNewRefusesRedlock(t *testing.T) {
 	t.Parallel()
-	var nodes []redis.UniversalClient
-	for range 3 {
-		nodes = append(nodes, testenv.Client(t))
-	}
-	quorum, err := dlock.NewRedlock(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { quorum.Close() })
+	quorum := lockenv.Redlock(t, 3)
 	cache, err := cachefill.New(quorum)
 	if !errors.Is(err, cachefill.ErrInvalidOption) || cache != nil || !strings.Contains(err.Error(), "Redlock") {
 		t.Fatalf("New(a Redlock Client) = %v, %v; want no Cache and ErrInvalidOption that names Redlock", cache, err)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/idempotency"
 	"github.com/dlock-go/dlock/internal/testenv"
@@ -103,15 +101,7 @@ func TestStoreOnCallersClient(t *testing.T) {
 // it, and says why.
 func TestNewRefusesRedlock(t *testing.T) {
 	t.Parallel()
-	var nodes []redis.UniversalClient
-	for range 3 {
-		nodes = append(nodes, testenv.Client(t))
-	}
-	quorum, err := dlock.NewRedlock(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { quorum.Close() })
+	quorum := lockenv.Redlock(t, 3)
 	store, err := idempotency.New(quorum)
 	if !errors.Is(err, idempotency.ErrInvalidOption) || store != nil || !strings.Contains(err.Error(), "Redlock") {
 		t.Fatalf("New(a Redlock Client) = %v, %v; want no Store and ErrInvalidOption that names Redlock", store, err)

@@ -3,7 +3,6 @@ package dlockotel_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,33 +11,9 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/jobs"
-	"github.com/dlock-go/dlock/observe"
 )
-
-// holds is an Observer that counts the holds obtained and not yet ended,
-// records too, so that a test can wait until every end was told.
-type holds struct {
-	mu   sync.Mutex
-	open int
-}
-
-func (h *holds) Observe(e observe.Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case e.Type == observe.EventObtain && e.Result == observe.ResultObtained:
-		h.open++
-	case e.Ended:
-		h.open--
-	}
-}
-
-func (h *holds) ended() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.open == 0
-}
 
 // Records count in dlock.records only, and locks kept after the work are
 // released: successful and failed jobs, ReleaseAfter, WithMinHold and an
@@ -47,7 +22,7 @@ func (h *holds) ended() bool {
 func TestRecordsAndKeptLocks(t *testing.T) {
 	t.Parallel()
 	tm := setup(t)
-	open := &holds{}
+	open := &lockenv.Holds{}
 	locker := dlock.New(tm.srv.Client(), dlock.WithObserver(tm.observe), dlock.WithObserver(open))
 	t.Cleanup(func() { locker.Close() })
 	ctx := context.Background()
@@ -92,7 +67,7 @@ func TestRecordsAndKeptLocks(t *testing.T) {
 	stop()
 	for range leaders {
 	}
-	eventually(t, 10*time.Second, "every hold's end told", open.ended)
+	eventually(t, 10*time.Second, "every hold's end told", open.Ended)
 	eventually(t, 10*time.Second, "every key expired", func() bool { return testenv.OnlyMarkersLeft(ctx, tm.srv.Client()) })
 
 	if n := tm.sum(t, "dlock.lost"); n != 0 {
@@ -116,7 +91,7 @@ func TestRecordsAndKeptLocks(t *testing.T) {
 	}
 	tm.srv.Client().Del(ctx, "taken")
 	<-taken.Done()
-	eventually(t, 10*time.Second, "the loss told", open.ended)
+	eventually(t, 10*time.Second, "the loss told", open.Ended)
 	if n := tm.sum(t, "dlock.lost", attribute.String("dlock.lost.reason", "not_held")); n != 1 {
 		t.Errorf("%d locks lost not held, want 1", n)
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,8 +18,8 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/jobs"
-	"github.com/dlock-go/dlock/observe"
 	dlockprom "github.com/dlock-go/dlock/prometheus"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -54,30 +53,6 @@ func runTool(t *testing.T, tool string, explain func() string, args ...string) {
 	if err != nil {
 		t.Fatalf("promtool %s: %v\n%s%s", strings.Join(args, " "), err, out, explain())
 	}
-}
-
-// holds is an Observer that counts the holds obtained and not yet ended,
-// records too, so that a test can wait until every end was told.
-type holds struct {
-	mu   sync.Mutex
-	open int
-}
-
-func (h *holds) Observe(e observe.Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case e.Type == observe.EventObtain && e.Result == observe.ResultObtained:
-		h.open++
-	case e.Ended:
-		h.open--
-	}
-}
-
-func (h *holds) ended() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.open == 0
 }
 
 // scrape returns the counters and gauges of c, by series, as promtool
@@ -234,7 +209,7 @@ func TestAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := &holds{}
+	open := &lockenv.Holds{}
 	srv := redistest.NewServer(t)
 	locker := dlock.New(srv.Client(), dlock.WithObserver(metrics), dlock.WithObserver(open))
 	t.Cleanup(func() { locker.Close() })
@@ -242,7 +217,7 @@ func TestAlertRules(t *testing.T) {
 
 	before := scrape(t, metrics)
 	quietWork(t, locker)
-	eventually(t, 10*time.Second, "every hold's end told", open.ended)
+	eventually(t, 10*time.Second, "every hold's end told", open.Ended)
 	eventually(t, 10*time.Second, "every key expired", func() bool { return testenv.OnlyMarkersLeft(ctx, srv.Client()) })
 	quiet := scrape(t, metrics)
 	for name, v := range quiet {
@@ -260,7 +235,7 @@ func TestAlertRules(t *testing.T) {
 	}
 	srv.Client().Del(ctx, "taken")
 	<-taken.Done()
-	eventually(t, 10*time.Second, "the loss told", open.ended)
+	eventually(t, 10*time.Second, "the loss told", open.Ended)
 	lost := scrape(t, metrics)
 
 	// 0m-4m before, 5m-14m after the quiet work, then after the loss.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/observe"
 	dlockprom "github.com/dlock-go/dlock/prometheus"
 	"github.com/dlock-go/dlock/redistest"
@@ -349,7 +350,7 @@ func TestRecordsKeptApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := &holds{}
+	open := &lockenv.Holds{}
 	srv := redistest.NewServer(t)
 	locker := dlock.New(srv.Client(), dlock.WithObserver(metrics), dlock.WithObserver(open))
 	t.Cleanup(func() { locker.Close() })
@@ -371,7 +372,7 @@ func TestRecordsKeptApart(t *testing.T) {
 	if err := gone.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
 		t.Fatalf("release of a deleted record: %v", err)
 	}
-	eventually(t, 10*time.Second, "the end of the record that runs out", open.ended)
+	eventually(t, 10*time.Second, "the end of the record that runs out", open.Ended)
 	want := `
 # HELP dlock_locks_held Locks obtained and not yet released or lost.
 # TYPE dlock_locks_held gauge
