@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// CheckDeployment asks each Redis server behind the Client (every primary of
+// a Cluster) for settings that silently weaken locks, and returns a warning
+// for each one it finds, also logged through the Client's logger:
+//
+//   - an eviction policy other than noeviction with a memory limit: every
+//     lock key has an expiry, so volatile-* and allkeys-* policies may
+//     evict a held lock under memory pressure;
+//   - no append-only file: a restart loses every lock, so another client can
+//     take a lock its holder still believes it has, unless restarts are
+//     delayed by more than the longest ttl;
+//   - an append-only file not synced on every write (appendfsync other than
+//     always): a crash can lose the locks of the last second.
+//
+// Call it once at start-up. A server whose ACL refuses CONFIG GET is not
+// checked, and is no error: CheckDeployment says nothing it does not know.
+// It returns an error only if a server cannot be reached.
+func (e *Engine) CheckDeployment(ctx context.Context) ([]string, error) {
+	if err := e.Usable(); err != nil {
+		return nil, err
+	}
+	var warnings []string
+	for _, n := range e.nodes {
+		shards, err := bounded(ctx, e, n, "check", "", n.shards, nil)
+		if err != nil {
+			return warnings, n.wrap("check", "", err)
+		}
+		for _, shard := range shards {
+			found, err := bounded(ctx, e, n, "check", "", func(ctx context.Context) ([]string, error) {
+				return checkServer(ctx, shard)
+			}, nil)
+			if err != nil {
+				return warnings, n.wrap("check", "", err)
+			}
+			for _, w := range found {
+				e.logger.Warn("dlock: " + w)
+			}
+			warnings = append(warnings, found...)
+		}
+	}
+	return warnings, nil
+}
+
+// checkServer returns the warnings about one server's configuration.
+func checkServer(ctx context.Context, rdb redis.Cmdable) ([]string, error) {
+	config, err := rdb.ConfigGet(ctx, "*").Result()
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return nil, nil // CONFIG refused (ACL, renamed command): nothing known, nothing said
+	}
+	if err != nil {
+		return nil, err
+	}
+	where := serverName(rdb)
+	var warnings []string
+	policy, limit := config["maxmemory-policy"], config["maxmemory"]
+	if policy != "" && policy != "noeviction" && limit != "" && limit != "0" {
+		warnings = append(warnings, fmt.Sprintf(
+			"%s evicts keys when full (maxmemory %s, maxmemory-policy %s): a held lock can vanish; use noeviction",
+			where, limit, policy))
+	}
+	switch {
+	case config["appendonly"] == "no":
+		warnings = append(warnings, fmt.Sprintf(
+			"%s has no append-only file (appendonly no): a restart loses every lock; "+
+				"turn it on with appendfsync always, or restart it only after your longest ttl has passed",
+			where))
+	case config["appendonly"] == "yes" && config["appendfsync"] != "always":
+		warnings = append(warnings, fmt.Sprintf(
+			"%s syncs its append-only file %s, not always: a crash can lose the locks of the last second",
+			where, strconv.Quote(config["appendfsync"])))
+	}
+	return warnings, nil
+}
+
+// serverName is the address of one server, for messages.
+func serverName(rdb redis.Cmdable) string {
+	if c, ok := rdb.(*redis.Client); ok {
+		return c.Options().Addr
+	}
+	return "redis"
+}
