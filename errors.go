@@ -1,6 +1,10 @@
 package dlock
 
-import "github.com/dlock-go/dlock/internal/engine"
+import (
+	"errors"
+
+	"github.com/dlock-go/dlock/internal/engine"
+)
 
 // Errors returned by this package. They are wrapped with the key and, for
 // Redis failures, the node; test for them with errors.Is.
@@ -34,11 +38,11 @@ var (
 	ErrLimitMismatch = engine.ErrLimitMismatch
 
 	// ErrNilClient means New was given a nil Redis client.
-	ErrNilClient = engine.ErrNilClient
+	ErrNilClient = errors.New("dlock: nil redis client")
 
 	// ErrNilFunc means Do (of a Client, a Semaphore or an RWMutex) was
 	// given a nil function to run. Nothing was obtained.
-	ErrNilFunc = engine.ErrNilFunc
+	ErrNilFunc = errors.New("dlock: do: nil function")
 
 	// ErrInvalidOption means an option was given a value it cannot use.
 	ErrInvalidOption = engine.ErrInvalidOption

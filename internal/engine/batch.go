@@ -10,7 +10,7 @@ import (
 	"github.com/dlock-go/dlock/internal/redisclient"
 )
 
-// How many calls of a Client one node has in flight at once, each alone or
+// How many calls of an Engine one node has in flight at once, each alone or
 // as a pipeline of the calls that queued meanwhile. One lane leaves the
 // round trip of the lone call idle while the next batch gathers; more keep
 // the server and the client busy at once, and cut the batches smaller. A
@@ -38,7 +38,7 @@ const (
 // call that holds it, and each call of a batch keeps its own command,
 // reply and error. A caller whose context ends while its call waits in the
 // queue is answered by bounded, which runs the call in a goroutine of the
-// Client, as it runs a call in flight.
+// Engine, as it runs a call in flight.
 
 // newBatcher returns the batcher of n's calls, with lanes lanes.
 func newBatcher(n *node, lanes int) *batch.Batcher[*batchCall] {

@@ -9,22 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// CheckDeployment asks each Redis server behind the Client (every primary of
-// a Cluster) for settings that silently weaken locks, and returns a warning
-// for each one it finds, also logged through the Client's logger:
-//
-//   - an eviction policy other than noeviction with a memory limit: every
-//     lock key has an expiry, so volatile-* and allkeys-* policies may
-//     evict a held lock under memory pressure;
-//   - no append-only file: a restart loses every lock, so another client can
-//     take a lock its holder still believes it has, unless restarts are
-//     delayed by more than the longest ttl;
-//   - an append-only file not synced on every write (appendfsync other than
-//     always): a crash can lose the locks of the last second.
-//
-// Call it once at start-up. A server whose ACL refuses CONFIG GET is not
-// checked, and is no error: CheckDeployment says nothing it does not know.
-// It returns an error only if a server cannot be reached.
+// CheckDeployment asks each server behind the Engine for settings that
+// silently weaken locks, logs a warning for each, and returns them; see
+// dlock.Client.CheckDeployment.
 func (e *Engine) CheckDeployment(ctx context.Context) ([]string, error) {
 	if err := e.Usable(); err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ type Engine struct {
 	// (a dlock.Lock), so that a holding is one allocation
 	newHold func() *Hold
 
-	renewer renew.Renewer[*renewedHold] // of the holdings renewed automatically (renewal.go)
+	renewer renew.Renewer[*renewedHold] // of the holdings renewed automatically (see renewedHold)
 	subs    []*wake.Subscriber          // the release messages that wake waiters, one per node
 
 	own *owner.Group // the goroutines of this Engine, which Close stops and waits for

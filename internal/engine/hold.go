@@ -76,30 +76,14 @@ func (l *Hold) Gone() bool { return l.gone.Load() }
 // Engine returns the Engine the holding is on.
 func (l *Hold) Engine() *Engine { return l.e }
 
-// Key returns the name of the lock, as given to Obtain.
+// Key returns the name of the holding.
 func (l *Hold) Key() string { return l.key }
 
-// Token returns the random value that identifies this holder: 128 bits from
-// crypto/rand, URL-safe base64, followed by the holder's name (see
-// WithHolderName) and the lock's value, if it was obtained WithValue. The
-// lock's key holds it in Redis while the lock is ours. Treat it as a secret:
-// whoever knows it can release the lock.
+// Token returns the holder's token: its name in Redis (see dlock.Lock.Token).
 func (l *Hold) Token() string { return l.token }
 
-// Fence returns the fencing token of this holding: a number strictly larger
-// than that of every earlier holder of the same key, also across the key's
-// expiry and across a restart of Redis without persistence, as long as the
-// server's clock does not step backwards (it is at least the server's time in
-// microseconds). Pass it to the protected resource, and have the resource
-// refuse any write with a fence lower than one it has seen.
-//
-// On a Redlock Client (NewRedlock), the first call of Fence has the nodes
-// where the lock is still ours hand out fences, takes the largest of a
-// quorum of them, and stores it on those that handed out less, in two
-// rounds that wait at most the node timeout each: only once a quorum holds
-// it is it larger than any later holder's. If that fails (the lock is
-// lost, or too many nodes fail), Fence returns 0, which a resource that
-// checks fences rejects. Later calls return the same.
+// Fence returns the holding's fence; on a Redlock, the quorum hands it
+// out at the first call (see fenceRaise and dlock.Lock.Fence).
 func (l *Hold) Fence() int64 {
 	if l.raise != nil {
 		l.raised.Do(func() {
@@ -111,12 +95,8 @@ func (l *Hold) Fence() int64 {
 	return l.fence
 }
 
-// Until returns a conservative deadline of the lock: the time the last
-// successful acquire or refresh was sent, plus its ttl, less a drift margin
-// of one percent of the ttl plus two milliseconds, as in the Redlock
-// algorithm: it covers clock drift between the client and Redis and the
-// time Redis takes to act. Work that must be protected by the lock should be done
-// before it. For a ttl of a few milliseconds it can already be past.
+// Until returns the holding's conservative deadline: the last acquire or
+// refresh's send time plus its ttl, less Drift (see dlock.Lock.Until).
 func (l *Hold) Until() time.Time {
 	return l.e.epoch.Add(time.Duration(l.until.Load()))
 }
@@ -138,19 +118,7 @@ func (l *Hold) setUntil(sent time.Time, ttl time.Duration) {
 	l.until.Store(l.untilOf(sent, ttl))
 }
 
-// Release releases the lock if it is still ours. It returns an error
-// wrapping ErrNotHeld if it is not (it expired, was released, or was taken
-// over), and then touches nothing: it never deletes another holder's lock.
-//
-// Every call has one effect (see docs/safety.md): when go-redis sends the
-// release again because its reply was late, the copies find what the first
-// did, and Release returns nil if it released the lock, also when the lock
-// was taken by another client in between. Of two Release calls of one Lock
-// at the same time, one returns nil and the other an error wrapping
-// ErrNotHeld; Err then wraps ErrReleased. An error wrapping
-// ErrOutcomeUnknown means the answer did not come back (the context ended
-// first, or the connection failed): the lock is released or not, and the
-// Lock stays as it was, so calling Release again is safe and tells which.
+// Release releases the holding if it is still ours; see dlock.Lock.Release.
 func (l *Hold) Release(ctx context.Context) error {
 	return l.release(ctx, l.releaseOp(), ErrReleased)
 }
@@ -189,17 +157,8 @@ func (l *Hold) release(ctx context.Context, o op, released error) (err error) {
 	return l.notHeld("release")
 }
 
-// ReleaseAfter ends the lock here but keeps it in Redis for d: it stops
-// renewing it, sets its time to live to d, counted from now, if it is still
-// ours, and ends the Lock (Done closes, Err wraps ErrReleased), so that it
-// expires d later. Nobody else can take it until then; use it to keep a
-// lock after the work is done, as WithMinHold does for Client.Do. A d under
-// one millisecond releases the lock at once, as Release.
-//
-// It returns an error wrapping ErrNotHeld if the lock is not ours any more.
-// If Redis fails, it returns the error and the Lock stays as it was,
-// renewed if it was. As Release, it has one effect whatever go-redis sends
-// again: a copy of the call that comes late does not keep the lock longer.
+// ReleaseAfter ends the holding here and keeps it in Redis for d; see
+// dlock.Lock.ReleaseAfter.
 func (l *Hold) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	if d < time.Millisecond {
 		return l.Release(ctx)
@@ -207,17 +166,8 @@ func (l *Hold) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	return l.release(ctx, l.releaseAfterOp(d), fmt.Errorf("%w: %s is kept for %v, then it expires", ErrReleased, QuoteKey(l.key), d))
 }
 
-// Refresh sets the lock's time to live to ttl, counted from now, if it is
-// still ours, and moves Until accordingly. It returns an error wrapping
-// ErrNotHeld if the lock is not ours any more; then it changes nothing,
-// and Err wraps ErrLockLost, or ErrReleased if a Release of this Lock at
-// the same time released it.
-//
-// On a lock renewed automatically (WithAutoRenew, Client.Do), ttl is the
-// time to live the renewer keeps from then on, a third of it after each
-// refresh. If an automatic refresh with the old ttl was on its way at the
-// same moment, Until counts from whichever of the two ends the lock first,
-// until the renewer has sent the new ttl again, at once.
+// Refresh sets the holding's time to live to ttl if it is still ours; see
+// dlock.Lock.Refresh.
 func (l *Hold) Refresh(ctx context.Context, ttl time.Duration) (err error) {
 	if err := CheckTTL(ttl); err != nil {
 		return err
@@ -249,10 +199,8 @@ func (l *Hold) Refresh(ctx context.Context, ttl time.Duration) (err error) {
 	return nil
 }
 
-// TTL returns the lock's remaining time to live as Redis reports it, or an
-// error wrapping ErrNotHeld if the lock is not ours any more. If someone
-// removed the key's expiry (PERSIST), it returns -1 (one nanosecond less
-// than zero), as go-redis does for keys without expiry.
+// TTL returns the holding's time to live as Redis reports it; see
+// dlock.Lock.TTL.
 func (l *Hold) TTL(ctx context.Context) (time.Duration, error) {
 	if err := l.check("ttl"); err != nil {
 		return 0, err
@@ -285,26 +233,14 @@ func (l *Hold) notHeld(op string) error {
 	return fmt.Errorf("%w: %s %s: the lock is not ours any more", ErrNotHeld, op, QuoteKey(l.key))
 }
 
-// Done returns a channel that is closed when the lock ends: when Release
-// or ReleaseAfter released it, or when it is lost. Err then tells which.
-//
-// A lock is lost when a Refresh, TTL or Release finds it gone or taken, when
-// an automatic refresh (WithAutoRenew) does, or when the lock's validity
-// (Until) runs out before a refresh got through. Without auto-renew, Done
-// closes at Until unless Refresh moved it; a record (AsRecord) then ends as
-// released, not lost. Done closes no later than shortly after Until, which
-// is ahead of the key's expiry in Redis by the drift margin (see Until).
-//
-// The first call of Done sets up the channel; a Lock on which Done is never
-// called costs nothing for it.
+// Done returns a channel closed when the holding ends; see
+// dlock.Lock.Done. The first call sets it up.
 func (l *Hold) Done() <-chan struct{} {
 	return l.lifetime().Done()
 }
 
-// Err returns nil while the lock is held, and why it ended once Done is
-// closed: an error wrapping ErrReleased after Release or ReleaseAfter, and
-// once a record (AsRecord) ran out; or one wrapping ErrLockLost, which says
-// how it was lost.
+// Err returns nil while the holding lasts, and why it ended once Done is
+// closed: an error wrapping ErrReleased or ErrLockLost.
 func (l *Hold) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -416,7 +352,7 @@ func (h *renewedHold) Cap(sent time.Time, ttl time.Duration) {
 	l.until.Store(min(l.until.Load(), l.untilOf(sent, ttl)))
 }
 
-// initRenewer sets up the Client's renewer (WithAutoRenew).
+// initRenewer sets up the Engine's renewer (WithAutoRenew).
 func (e *Engine) initRenewer() {
 	cfg := renew.Config[*renewedHold]{
 		Refresh: e.refreshMany,

@@ -76,7 +76,7 @@ func sharedKind(name, class string) *Kind {
 // tries, and what a failed or abandoned acquire is taken back with.
 type attempt struct {
 	kind *Kind
-	keys []string // the scripts' KEYS (see Client.keys)
+	keys []string // the scripts' KEYS (see Engine.Keys)
 	// keyArgs: the first of keys as the acquire boxed them, once it was
 	// made (see op.withScript); nil before
 	keyArgs []any
@@ -222,7 +222,7 @@ func releaseOp(kind *Kind, keys []string, boxed []any, arg any, r releaseArgs) o
 // changed.
 var fairLeaseMillis any = FairLease.Milliseconds()
 
-// releaseSetting is what every release of a Client tells its script
+// releaseSetting is what every release of an Engine tells its script
 // besides the holding and the call, boxed once.
 type releaseSetting struct {
 	// counted: what a release tells its script of PUBLISH's count (see
@@ -230,11 +230,11 @@ type releaseSetting struct {
 	// a Redlock quorum
 	counted any
 	// markerTTL: how long a release marker lives, in milliseconds (see
-	// Client.markerTTL)
+	// Engine.markerTTL)
 	markerTTL any
 }
 
-// releaseSetting returns this Client's.
+// releaseSetting returns this Engine's.
 func (e *Engine) releaseSetting() releaseSetting {
 	r := releaseSetting{counted: "", markerTTL: e.markerTTL}
 	if e.node != nil {

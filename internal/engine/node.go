@@ -35,7 +35,7 @@ type node struct {
 	counted any
 
 	hooks Hooks                      // told of node errors; nil without
-	batch *batch.Batcher[*batchCall] // the script calls of this Client to this node (batch.go)
+	batch *batch.Batcher[*batchCall] // the script calls of this Engine to this node (batch.go)
 	calls sync.Pool                  // of *batchCall, so that a call allocates nothing of its own
 
 	reloaded atomic.Int64            // Cluster: when the slot map was last reloaded, unix nanoseconds
@@ -396,7 +396,7 @@ func (e *Engine) callBounded(ctx context.Context, o op) (reply, error) {
 // error of a call that Redis did not answer in time, which also names the
 // failure n is in, if any (see noteFailures).
 //
-// fn runs in a goroutine owned by the Client, with cancellation removed so
+// fn runs in a goroutine owned by the Engine, with cancellation removed so
 // it finishes and its outcome is known. If the caller gave up first, late
 // (if not nil) gets that outcome.
 func bounded[T any](ctx context.Context, e *Engine, n *node, op, key string, fn func(context.Context) (T, error), late func(T, error)) (T, error) {

@@ -19,7 +19,7 @@ type quorum struct {
 	nodes []*node
 	need  int // N/2+1
 	pool  *round.Pool[*node, op, reply]
-	own   *owner.Group // the Client's
+	own   *owner.Group // the Engine's
 }
 
 // vote is one node's answer in a round.

@@ -54,8 +54,8 @@ const (
 	defaultMarkerTTL = 44 * time.Second
 )
 
-// markerTTLOf returns the boxed milliseconds of the release markers of a
-// Client on nodes: the longest window of them.
+// markerTTLOf returns the boxed milliseconds of the release markers of an
+// Engine on nodes: the longest window of them.
 func markerTTLOf(nodes []*node) any {
 	var longest time.Duration
 	for _, n := range nodes {
