@@ -105,16 +105,16 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) 
 // engineOptions returns what the engine of a Client with cfg is told: its
 // Locks are made around its holdings, and the observers are its hooks.
 func (c *Client) engineOptions(cfg clientConfig) engine.Options {
-	o := engine.Options{Logger: cfg.logger, Ack: cfg.ack, NodeTimeout: cfg.nodeTimeout, NewHold: c.newHold}
+	o := engine.Options{Logger: cfg.logger, Ack: cfg.ack, NodeTimeout: cfg.nodeTimeout, NewHold: newHold}
 	if c.obs != nil {
 		o.Hooks = c.obs
 	}
 	return o
 }
 
-// newHold returns the holding inside a new Lock of c.
-func (c *Client) newHold() *engine.Hold {
-	l := &Lock{client: c}
+// newHold returns the holding inside a new Lock.
+func newHold() *engine.Hold {
+	l := new(Lock)
 	l.h.Owner = l
 	return &l.h
 }

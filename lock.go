@@ -15,9 +15,8 @@ import (
 // Use Until to stop work in time, Refresh to extend it, and Fence to let the
 // protected resource reject a holder that lost the lock without knowing it.
 type Lock struct {
-	h      engine.Hold // the holding in Redis, and its end
-	client *Client
-	obs    *lockObs // WithObserver: set before the Lock is shared; nil without one
+	h   engine.Hold // the holding in Redis, and its end
+	obs *lockObs    // WithObserver: set before the Lock is shared; nil without one
 }
 
 // lockOf returns the Lock that h is part of; nil for none.

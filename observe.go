@@ -130,6 +130,7 @@ func obtainResult(ctx context.Context, err error) observe.ObtainResult {
 
 // lockObs is what a Lock of a Client with an Observer keeps for it.
 type lockObs struct {
+	o        *observers // the Client's
 	obtained time.Time
 	ended    atomic.Bool // an event with Ended was told
 	mu       sync.Mutex
@@ -139,7 +140,7 @@ type lockObs struct {
 // Held starts the bookkeeping of the Lock of h, just obtained
 // (engine.Hooks).
 func (o *observers) Held(h *engine.Hold) {
-	lockOf(h).obs = &lockObs{obtained: time.Now()}
+	lockOf(h).obs = &lockObs{o: o, obtained: time.Now()}
 }
 
 // Ended tells how the Lock of h ended, for err (engine.Hooks).
@@ -189,7 +190,7 @@ func (l *Lock) observeRecordEnd() {
 	if !l.obs.ended.CompareAndSwap(false, true) {
 		return
 	}
-	l.client.obs.tell(observe.Event{Type: observe.EventRelease, Kind: l.h.Kind().Name(), Key: l.Key(), Node: l.client.obs.node, Record: true,
+	l.obs.o.tell(observe.Event{Type: observe.EventRelease, Kind: l.h.Kind().Name(), Key: l.Key(), Node: l.obs.o.node, Record: true,
 		Held: time.Since(l.obs.obtained), Ended: true})
 }
 
@@ -218,26 +219,26 @@ func (l *Lock) observeLost(err error, reason observe.LostReason) {
 	if !l.obs.ended.CompareAndSwap(false, true) {
 		return
 	}
-	l.client.obs.tell(observe.Event{Type: observe.EventLost, Kind: l.h.Kind().Name(), Key: l.Key(), Err: err, Reason: reason,
+	l.obs.o.tell(observe.Event{Type: observe.EventLost, Kind: l.h.Kind().Name(), Key: l.Key(), Err: err, Reason: reason,
 		Held: time.Since(l.obs.obtained), Ended: true, Record: l.h.Record()})
 }
 
 // startCall tells the CallObservers that a call of type t on l starts.
 func (l *Lock) startCall(ctx context.Context, t observe.EventType) context.Context {
-	return l.client.obs.start(ctx, t, l.h.Kind(), l.Key(), l.h.Record())
+	return l.obs.o.start(ctx, t, l.h.Kind(), l.Key(), l.h.Record())
 }
 
 // observeRelease tells how a release that started at start ended.
 func (l *Lock) observeRelease(ctx context.Context, start time.Time, err *error) {
 	now := time.Now()
-	l.client.obs.tell(observe.Event{Type: observe.EventRelease, Kind: l.h.Kind().Name(), Key: l.Key(), Context: ctx, Node: l.client.obs.node,
+	l.obs.o.tell(observe.Event{Type: observe.EventRelease, Kind: l.h.Kind().Name(), Key: l.Key(), Context: ctx, Node: l.obs.o.node,
 		Err: *err, Duration: now.Sub(start), Held: now.Sub(l.obs.obtained), Record: l.h.Record(),
 		Ended: *err == nil && l.obs.ended.CompareAndSwap(false, true)})
 }
 
 // observeRefresh tells how a Lock.Refresh that started at start ended.
 func (l *Lock) observeRefresh(ctx context.Context, start time.Time, err *error) {
-	l.client.obs.tell(observe.Event{Type: observe.EventRefresh, Kind: l.h.Kind().Name(), Key: l.Key(), Context: ctx, Node: l.client.obs.node,
+	l.obs.o.tell(observe.Event{Type: observe.EventRefresh, Kind: l.h.Kind().Name(), Key: l.Key(), Context: ctx, Node: l.obs.o.node,
 		Err: *err, Duration: time.Since(start), Record: l.h.Record()})
 }
 

@@ -35,16 +35,18 @@ type Hold struct {
 	ttl     atomic.Int64 // of the acquire or the last Refresh, and of every automatic refresh
 	until   atomic.Int64 // validity deadline, nanoseconds after the Engine's epoch
 	gone    atomic.Bool  // released, or found not held: no need to ask Redis again
+	// set before the Hold is shared, then only read; next to gone, in the
+	// room its alignment leaves
+	renewed bool         // WithAutoRenew: the Engine's renewer refreshes it
+	record  bool         // AsRecord: ends as released at Until
 	calls   atomic.Int64 // release calls made so far (see nextCall)
 
-	mu      sync.Mutex
-	err     error                   // why the hold ended: ErrReleased or ErrLockLost; nil while held
-	life    context.Context         // made by the first Done; cancelled with err
-	cancel  context.CancelCauseFunc // of life
-	expiry  *time.Timer             // without auto-renew: ends the hold at Until, once life exists
-	renewed bool                    // WithAutoRenew: the Engine's renewer refreshes it
-	record  bool                    // AsRecord: ends as released at Until (set before the Hold is shared)
-	raise   *fenceRaise             // Redlock: hands out the fence, on a quorum, at the first Fence
+	mu     sync.Mutex
+	err    error                   // why the hold ended: ErrReleased or ErrLockLost; nil while held
+	life   context.Context         // made by the first Done; cancelled with err
+	cancel context.CancelCauseFunc // of life
+	expiry *time.Timer             // without auto-renew: ends the hold at Until, once life exists
+	raise  *fenceRaise             // Redlock: hands out the fence, on a quorum, at the first Fence
 	// Redlock: the acquire's nodes that had not answered; calls to them
 	// wait for them (set before the Hold is shared, then only read)
 	stragglers *round.Stragglers
