@@ -7,9 +7,15 @@ import (
 )
 
 // The Lua scripts, one file per operation; each file's header documents its
-// KEYS, ARGV and replies. Embedding them one by one makes a missing file a
-// build error.
+// KEYS, ARGV and replies. The acquires that queue run after queue.lua, the
+// releases after release_marker.lua: what each pair shares. Embedding them
+// one by one makes a missing file a build error.
 var (
+	//go:embed lua/queue.lua
+	queueLua string
+	//go:embed lua/release_marker.lua
+	releaseMarkerLua string
+
 	//go:embed lua/acquire.lua
 	acquireLua string
 	//go:embed lua/release.lua
@@ -41,19 +47,19 @@ var (
 
 var (
 	acquireScript = newScript(acquireLua)
-	releaseScript = newScript(releaseLua)
+	releaseScript = newScript(releaseMarkerLua + releaseLua)
 	refreshScript = newScript(refreshLua)
 	ttlScript     = newScript(ttlLua)
 
-	queueAcquireScript = newScript(queueAcquireLua)
+	queueAcquireScript = newScript(queueLua + queueAcquireLua)
 	raiseFenceScript   = newScript(raiseFenceLua)
 
 	inspectScript      = newScript(inspectLua)
 	forceReleaseScript = newScript(forceReleaseLua)
 
 	// the shared holds: semaphores, RW locks
-	holdAcquireScript    = newScript(holdAcquireLua)
-	holdReleaseScript    = newScript(holdReleaseLua)
+	holdAcquireScript    = newScript(queueLua + holdAcquireLua)
+	holdReleaseScript    = newScript(releaseMarkerLua + holdReleaseLua)
 	holdRefreshScript    = newScript(holdRefreshLua)
 	holdTTLScript        = newScript(holdTTLLua)
 	holdRaiseFenceScript = newScript(holdRaiseFenceLua)

@@ -187,26 +187,7 @@ if lease <= 0 then
 end
 
 -- Wait: join the queue at its end, or keep our place, and renew the lease.
-local me = fair_name
-if barge and not redis.call('ZSCORE', KEYS[3], fair_name) then
-  me = barge_name
-  local score = redis.call('ZSCORE', KEYS[3], barge_name)
-  if score and ARGV[6] == '1' then
-    -- Woken, and beaten to it: a release hands it over from now on.
-    redis.call('ZREM', KEYS[3], barge_name)
-    redis.call('ZREM', KEYS[4], barge_name)
-    redis.call('ZADD', KEYS[3], score, fair_name)
-    me = fair_name
-  end
-end
-if not redis.call('ZSCORE', KEYS[3], me) then
-  local arrival = t[1] * 1000000 + t[2]
-  local tail = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-  if tail[2] and tonumber(tail[2]) >= arrival then
-    arrival = tonumber(tail[2]) + 1
-  end
-  redis.call('ZADD', KEYS[3], string.format('%d', arrival), me)
-end
+local me = join(fair_name, barge_name, barge, ARGV[6] == '1', t)
 redis.call('ZADD', KEYS[4], string.format('%d', now + lease), me)
 if class == 'w' then
   redis.call('ZADD', KEYS[6], now + lease, name)

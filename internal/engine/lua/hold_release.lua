@@ -34,9 +34,9 @@
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local name = ARGV[1]
-local watch = 'dlock:watch' .. string.sub(KEYS[2], 12)
+local watch = side('watch')
 
-local freed = 'dlock:freed' .. string.sub(KEYS[2], 12) .. ':' .. name
+local freed = side('freed') .. ':' .. name
 local released = 0
 local score = redis.pcall('ZSCORE', KEYS[1], name)
 if type(score) == 'string' then
@@ -47,16 +47,12 @@ if type(score) == 'string' then
     redis.call('SET', freed, ARGV[7], 'PX', ARGV[8])
   end
 else
-  local marker = redis.pcall('GET', freed)
-  if type(marker) == 'string' then
-    -- Released already: by this call (a copy that ran first, and passed on
-    -- what it freed), or by another release of this holding.
-    if ARGV[2] ~= 'leave' then
-      return marker == ARGV[7] and 1 or 2
-    end
-    if marker == ARGV[7] then
-      released = 1
-    end
+  -- Released already? By this call (a copy that ran first, and passed on
+  -- what it freed), or by another release of this holding.
+  local reply
+  reply, released = marked(freed, ARGV[7], ARGV[2] == 'leave')
+  if reply then
+    return reply
   end
 end
 if ARGV[2] == 'leave' then

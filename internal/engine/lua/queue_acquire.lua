@@ -115,27 +115,7 @@ end
 
 -- Wait: join the queue at its end (arrival scores strictly increase), or
 -- keep our place, and renew our lease.
-local me = fair_name
-if barge and not redis.call('ZSCORE', KEYS[3], fair_name) then
-  me = barge_name
-  local score = redis.call('ZSCORE', KEYS[3], barge_name)
-  if score and ARGV[6] == '1' then
-    -- Woken, and beaten to it: our turn comes by handoff from now on.
-    redis.call('ZREM', KEYS[3], barge_name)
-    redis.call('ZREM', KEYS[4], barge_name)
-    redis.call('ZADD', KEYS[3], score, fair_name)
-    me = fair_name
-  end
-end
-if not redis.call('ZSCORE', KEYS[3], me) then
-  local arrival = t[1] * 1000000 + t[2]
-  local tail = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-  if tail[2] and tonumber(tail[2]) >= arrival then
-    arrival = tonumber(tail[2]) + 1
-  end
-  redis.call('ZADD', KEYS[3], string.format('%d', arrival), me)
-  head = head or me
-end
+local me = join(fair_name, barge_name, barge, ARGV[6] == '1', t)
 redis.call('ZADD', KEYS[4], string.format('%d', now_ms + lease), me)
 -- The queue lives as long as its longest lease, so nothing is left behind.
 for i = 3, 4 do

@@ -58,8 +58,8 @@
 -- Either way, a message on the lock's watch channel tells those that watch
 -- the lock without waiting for it (Client.WaitRelease): its name is the
 -- fence key's with "watch" for "fence" (see keys.go).
-local watch = 'dlock:watch' .. string.sub(KEYS[2], 12)
-local freed = 'dlock:freed' .. string.sub(KEYS[2], 12) .. ':' .. ARGV[1]
+local watch = side('watch')
+local freed = side('freed') .. ':' .. ARGV[1]
 local released = 0
 if redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
@@ -74,16 +74,12 @@ if redis.pcall('GET', KEYS[1]) == ARGV[1] then
     return 1
   end
 else
-  local marker = redis.pcall('GET', freed)
-  if type(marker) == 'string' then
-    -- Released already: by this call (a copy that ran first, and passed the
-    -- lock on), or by another release of this holding.
-    if ARGV[2] ~= 'leave' then
-      return marker == ARGV[7] and 1 or 2
-    end
-    if marker == ARGV[7] then
-      released = 1
-    end
+  -- Released already? By this call (a copy that ran first, and passed the
+  -- lock on), or by another release of this holding.
+  local reply
+  reply, released = marked(freed, ARGV[7], ARGV[2] == 'leave')
+  if reply then
+    return reply
   end
 end
 if #KEYS < 4 then
