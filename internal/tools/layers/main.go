@@ -43,16 +43,17 @@
 //
 // # Climbs
 //
-// -trace 'Func:param' (Func is F, T.M or (*T).M of the first package)
-// follows the value of one parameter through the static calls of that
-// package, in the order they appear in the source: within a function, a
+// -trace 'Func:param' (Func is F, T.M or (*T).M; the flag may be
+// repeated) follows the value of one parameter through the static calls of
+// each package given that declares the function, in the order they appear in the source: within a function, a
 // local variable or struct field assigned from an expression that mentions
 // a followed value is followed too; a call to a function of the package
 // whose arguments (or receiver) mention a followed value is entered, with
 // the matching parameters followed, each function once. Every call that
 // enters a function in a file standing above the caller's file in the
 // stacking is a climb back up. Calls through interfaces and function
-// values are not followed.
+// values, and calls into other packages, are not followed: trace the
+// function the value enters in the other package separately.
 package main
 
 import (
@@ -61,6 +62,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -74,7 +76,8 @@ func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("layers", flag.ContinueOnError)
 	verbose := fs.Bool("v", false, "list the back arrows and the identifiers they use")
 	tests := fs.Bool("test", false, "count the package's own _test.go files too (package p, not p_test)")
-	trace := fs.String("trace", "", "follow a parameter through the calls of the first package: 'Func:param', '(*T).M:param'")
+	var traces specList
+	fs.Var(&traces, "trace", "follow a parameter through the calls of each package that declares the function: 'Func:param', '(*T).M:param' (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,21 +89,40 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	var total summary
-	for i, p := range pkgs {
+	traced := make(map[string]bool)
+	for _, p := range pkgs {
 		g := buildGraph(p)
 		stack := stackFiles(g)
 		s := report(out, p, g, stack, *verbose)
 		total.add(s)
-		if i == 0 && *trace != "" {
-			if err := traceParam(out, p, g, stack, *trace, *verbose); err != nil {
-				return err
+		for _, spec := range traces {
+			fn, param, err := findParam(p.pkg, spec)
+			if err != nil {
+				continue
 			}
+			traced[spec] = true
+			traceParam(out, p, g, stack, spec, fn, param, *verbose)
+		}
+	}
+	for _, spec := range traces {
+		if !traced[spec] {
+			return fmt.Errorf("trace %q: no such function and parameter in the packages given", spec)
 		}
 	}
 	if len(pkgs) > 1 {
 		fmt.Fprintf(out, "total: %d packages, %d files, %d arrows (%d references), %d back arrows (%d references), lower bound %d\n",
 			len(pkgs), total.files, total.arrows, total.refs, total.back, total.backRefs, total.bound)
 	}
+	return nil
+}
+
+// specList collects the values of a repeated flag.
+type specList []string
+
+func (l *specList) String() string { return strings.Join(*l, ",") }
+
+func (l *specList) Set(v string) error {
+	*l = append(*l, v)
 	return nil
 }
 
@@ -147,7 +169,7 @@ func report(out io.Writer, p *loadedPackage, g *graph, stack []int, verbose bool
 		}
 		fmt.Fprintf(out, "  %3d %-28s %3d %3d %3d\n", i+1, g.files[f], uses, usedBy, backOut)
 	}
-	if verbose {
+	if verbose && s.back > 0 {
 		fmt.Fprintln(out, "  back arrows (file → file above it: identifiers):")
 		for _, e := range g.sortedEdges() {
 			if pos[e.from] > pos[e.to] {

@@ -97,6 +97,13 @@ func TestRun(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+	err := run([]string{"-trace", "noSuchFunc:x", "."}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "noSuchFunc") {
+		t.Errorf("run with an unknown trace function: err = %v, want it named", err)
+	}
+	if err := run(nil, &bytes.Buffer{}); err == nil {
+		t.Error("run without a package: no error")
+	}
 }
 
 func identity(n int) []int {

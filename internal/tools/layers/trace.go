@@ -25,13 +25,9 @@ type tracer struct {
 	visits  []string // the file of each function entered, in order
 }
 
-// traceParam follows the parameter named by spec ('Func:param',
-// 'T.M:param' or '(*T).M:param') and prints the climbs back up.
-func traceParam(out io.Writer, p *loadedPackage, g *graph, stack []int, spec string, verbose bool) error {
-	fn, param, err := findParam(p.pkg, spec)
-	if err != nil {
-		return err
-	}
+// traceParam follows param of fn, named by spec, and prints the climbs
+// back up.
+func traceParam(out io.Writer, p *loadedPackage, g *graph, stack []int, spec string, fn *types.Func, param *types.Var, verbose bool) {
 	t := &tracer{
 		p: p, decls: make(map[*types.Func]*ast.FuncDecl), fileOf: make(map[*types.Func]string),
 		pos: make(map[string]int), fields: make(map[types.Object]bool),
@@ -57,7 +53,6 @@ func traceParam(out io.Writer, p *loadedPackage, g *graph, stack []int, spec str
 	walk, up := t.walk()
 	fmt.Fprintf(out, "  trace %s: files in the order entered, %d moves up (returns included): %s\n",
 		spec, up, strings.Join(walk, " → "))
-	return nil
 }
 
 // walk returns the files of the functions entered, in the order entered,
