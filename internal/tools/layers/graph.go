@@ -179,10 +179,14 @@ func (g *graph) matrix() [][]int {
 // lowerBound counts cycles that share no arrow, found one by one (each
 // shortest at the time): every stacking has at least one back arrow in
 // each, so no stacking has fewer back arrows than this.
-func (g *graph) lowerBound() int {
+func (g *graph) lowerBound() int { return len(g.disjointCycles()) }
+
+// disjointCycles returns cycles of files that share no arrow, found one by
+// one, each the shortest left at the time.
+func (g *graph) disjointCycles() [][]int {
 	w := g.matrix()
 	n := len(w)
-	count := 0
+	var cycles [][]int
 	for {
 		best := []int(nil)
 		for s := range n {
@@ -191,12 +195,12 @@ func (g *graph) lowerBound() int {
 			}
 		}
 		if best == nil {
-			return count
+			return cycles
 		}
 		for i := range best {
 			w[best[i]][best[(i+1)%len(best)]] = 0
 		}
-		count++
+		cycles = append(cycles, best)
 	}
 }
 

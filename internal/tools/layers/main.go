@@ -38,8 +38,8 @@
 // printed beside, so the distance to the optimum is known.
 //
 // The output gives, per package, the files, arrows, back arrows and the
-// stacking; -v lists every back arrow with the identifiers it uses; a last
-// line sums the packages.
+// stacking; -v lists every back arrow with the identifiers it uses, and the
+// cycles behind the lower bound; a last line sums the packages.
 //
 // # Climbs
 //
@@ -174,6 +174,18 @@ func report(out io.Writer, p *loadedPackage, g *graph, stack []int, verbose bool
 		for _, e := range g.sortedEdges() {
 			if pos[e.from] > pos[e.to] {
 				fmt.Fprintf(out, "    %s → %s: %s\n", g.files[e.from], g.files[e.to], g.nameList(e))
+			}
+		}
+		fmt.Fprintln(out, "  cycles sharing no arrow (each needs a back arrow in any stacking):")
+		for _, c := range g.disjointCycles() {
+			names := make([]string, 0, len(c)+1)
+			for _, f := range append(c, c[0]) {
+				names = append(names, g.files[f])
+			}
+			fmt.Fprintf(out, "    %s\n", strings.Join(names, " → "))
+			for i, f := range c {
+				e := edge{f, c[(i+1)%len(c)]}
+				fmt.Fprintf(out, "      %s → %s: %s\n", g.files[e.from], g.files[e.to], g.nameList(e))
 			}
 		}
 	}
