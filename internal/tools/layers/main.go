@@ -44,16 +44,20 @@
 // # Climbs
 //
 // -trace 'Func:param' (Func is F, T.M or (*T).M; the flag may be
-// repeated) follows the value of one parameter through the static calls of
-// each package given that declares the function, in the order they appear in the source: within a function, a
-// local variable or struct field assigned from an expression that mentions
-// a followed value is followed too; a call to a function of the package
-// whose arguments (or receiver) mention a followed value is entered, with
-// the matching parameters followed, each function once. Every call that
-// enters a function in a file standing above the caller's file in the
-// stacking is a climb back up. Calls through interfaces and function
-// values, and calls into other packages, are not followed: trace the
-// function the value enters in the other package separately.
+// repeated) follows the value of one parameter through the static calls
+// of each package given that declares the function, in the order they
+// appear in the source: within a function, a local variable or struct
+// field assigned from an expression that mentions a followed value is
+// followed too; a call to a function of the package whose arguments (or
+// receiver) mention a followed value is entered, with the matching
+// parameters followed, each function once. Every call that enters a
+// function in a file standing above the caller's file in the stacking is a
+// climb back up. A second count takes the files in the order the walk
+// enters them and counts every step up, returns included. Both depend on
+// the stacking found when several stackings have the fewest back arrows.
+// Calls through interfaces and function values, and calls into other
+// packages, are not followed: trace the function the value enters in the
+// other package separately.
 package main
 
 import (
