@@ -231,7 +231,7 @@ func TestBatchConnectionBreaksMidway(t *testing.T) {
 	if err := admin.ScriptLoad(ctx, spinScript.src).Err(); err != nil { // the batch's EVALSHA spins
 		t.Fatal(err)
 	}
-	spin := op{name: "spin", keys: []string{"batch:spin"}}.withScript(spinScript, nil)
+	spin := withArgs(op{name: "spin", keys: []string{"batch:spin"}}, spinScript, nil, noArgv{})
 	// A lane's call, written to its connection while the server was paused,
 	// may be read only once the batch's script spins, and get BUSY.
 	e.laneErrOK = func(err error) bool { return strings.Contains(err.Error(), "BUSY") }

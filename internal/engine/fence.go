@@ -65,5 +65,5 @@ func (f *fenceRaise) run(ctx context.Context) (int64, bool) {
 // op returns the raise of the fence on a node: fence 0 hands one out, any
 // other stores it (see raise_fence.lua).
 func (f *fenceRaise) op(fence int64) op {
-	return op{name: "acquire", keys: f.kind.scriptKeys(f.keys)}.withScript(f.kind.raiseFence, nil, f.token, fence, fenceTag(f.token))
+	return withArgs(op{name: "acquire", keys: f.kind.scriptKeys(f.keys)}, f.kind.raiseFence, nil, raiseFenceArgv{holder: f.token, fence: fence, tag: fenceTag(f.token)})
 }

@@ -28,7 +28,7 @@ type Hold struct {
 	fence int64
 	keys  []string // the scripts' KEYS, from the acquire
 	// the first of keys as the acquire boxed them, for the ARGV of its
-	// later calls (see op.withScript)
+	// later calls (see withArgs)
 	keyArgs []any
 	arg     any          // the holder's name in Redis, boxed once for the scripts' ARGV (see attempt)
 	limit   any          // a semaphore's limit, boxed; nil for other kinds
@@ -454,8 +454,7 @@ func (l *Hold) ReleaseStoring(ctx context.Context, key string, value []byte, ttl
 func (l *Hold) releaseStoringOp(key string, value []byte, ttl time.Duration) op {
 	o := op{name: "release", keys: append(append(make([]string, 0, 5), l.keys[:4]...), key), onQuorum: (*quorum).release, after: l.stragglers}
 	boxed := l.keyArgs[:min(4, len(l.keyArgs))]
-	rel := l.e.releaseSetting()
-	return o.withScript(l.kind.release, boxed, l.arg, "", int64(0), fairLeaseMillis, "", rel.counted, l.nextCall(), rel.markerTTL, value, ttl.Milliseconds())
+	return withArgs(o, l.kind.release, boxed, releaseArgv{holder: l.arg, call: l.nextCall(), releaseSetting: l.e.releaseSetting(), value: value, valueTTL: ttl.Milliseconds()})
 }
 
 // Lifetime returns the context that is cancelled, with the hold's Err as

@@ -200,7 +200,7 @@ func lockKeyOf(kind, side string) (string, bool) {
 // inspectOp returns the inspection of the lock, semaphore or RW lock named
 // key (see inspect.lua).
 func inspectOp(key string) op {
-	return op{name: "inspect", keys: HoldKeys(key), decode: decodeInspect, onQuorum: (*quorum).inspect}.withScript(inspectScript, nil)
+	return withArgs(op{name: "inspect", keys: HoldKeys(key), decode: decodeInspect, onQuorum: (*quorum).inspect}, inspectScript, nil, noArgv{})
 }
 
 // forcedKind is the side key that force_release.lua marks a deletion in,
@@ -211,13 +211,8 @@ const forcedKind = "forced"
 // (LockInfo.seen: the SHA-1 of a lock's token, or of the names of a shared
 // hold's holders), by the call id.
 func forceReleaseOp(key, id string, seen []string) op {
-	args := make([]any, 0, 1+len(seen))
-	args = append(args, id)
-	for _, v := range seen {
-		args = append(args, v)
-	}
 	keys := append(HoldKeys(key), sideKey(forcedKind, key))
-	return op{name: "force-release", keys: keys, onQuorum: (*quorum).forceRelease}.withScript(forceReleaseScript, nil, args...)
+	return withArgs(op{name: "force-release", keys: keys, onQuorum: (*quorum).forceRelease}, forceReleaseScript, nil, forceReleaseArgv{id: id, seen: seen})
 }
 
 // decodeInspect reads inspect.lua's reply: {state, token, pttl, fence,

@@ -78,7 +78,7 @@ type attempt struct {
 	kind *Kind
 	keys []string // the scripts' KEYS (see Engine.Keys)
 	// keyArgs: the first of keys as the acquire boxed them, once it was
-	// made (see op.withScript); nil before
+	// made (see withArgs); nil before
 	keyArgs []any
 	token   string // the holder's token, for the Lock
 	// arg is the holder's name in Redis, boxed once for the scripts' ARGV:
@@ -141,7 +141,7 @@ func (a attempt) op() op {
 		if a.guarded != nil {
 			o.keys, boxed = a.guarded, boxed[:min(2, len(boxed))]
 		}
-		return o.withScript(a.kind.acquire, boxed, a.arg, a.ttl.Milliseconds())
+		return withArgs(o, a.kind.acquire, boxed, acquireArgv{holder: a.arg, ttl: a.ttl.Milliseconds()})
 	}
 	mode, woken := "", ""
 	if !a.fair {
@@ -150,11 +150,8 @@ func (a attempt) op() op {
 	if a.woken {
 		woken = "1"
 	}
-	// the ARGV of queue_acquire.lua and hold_acquire.lua
-	if a.limit != nil {
-		return o.withScript(a.kind.queueAcquire, a.keyArgs, a.arg, a.ttl.Milliseconds(), a.lease.Milliseconds(), a.notify, mode, woken, a.limit)
-	}
-	return o.withScript(a.kind.queueAcquire, a.keyArgs, a.arg, a.ttl.Milliseconds(), a.lease.Milliseconds(), a.notify, mode, woken)
+	return withArgs(o, a.kind.queueAcquire, a.keyArgs, queueAcquireArgv{holder: a.arg, ttl: a.ttl.Milliseconds(), lease: a.lease.Milliseconds(),
+		notify: a.notify, mode: mode, woken: woken, limit: a.limit})
 }
 
 // boxedKeys returns the keys that o, an op of this attempt, boxed in its
@@ -174,64 +171,27 @@ func (a attempt) boxedKeys(o op) []any {
 // leave it (and pass the hold on). quiet: a Redlock attempt's take-back,
 // which tells nobody (see quorum.undo).
 func (a attempt) undo(quiet bool) op {
-	mode, ttl := "", time.Duration(0)
+	r := releaseArgv{holder: a.arg, call: takeBack, releaseSetting: a.rel, limit: a.limit}
 	switch {
 	case a.queued():
-		mode, ttl = "leave", a.ttl
+		r.mode, r.ttl, r.notify = "leave", a.ttl.Milliseconds(), a.notify
 	case quiet:
-		mode = "quiet"
+		r.mode = "quiet"
 	}
-	return releaseOp(a.kind, a.keys, a.keyArgs, a.arg, releaseArgs{mode: mode, ttl: ttl, notify: a.notify, call: takeBack, rel: a.rel, limit: a.limit})
+	return releaseOp(a.kind, a.keys, a.keyArgs, r)
 }
 
-// releaseArgs is what a release tells its script besides the holding (see
-// release.lua and hold_release.lua for the ARGV).
-type releaseArgs struct {
-	mode   string        // "" to release, "quiet", or "leave" for a waiter's leave
-	ttl    time.Duration // with "leave": the waiter's ttl, which names it in the queue
-	notify string        // with "leave": the waiter's channel, "" if none
-	// call is the number of the call among the releases of the holding
-	// (see Lock.nextCall), boxed, or takeBack: the script's release marker
-	// records it, so that a copy of the call sent again knows it is one
-	call  any
-	rel   releaseSetting
-	limit any // a semaphore's, nil for other kinds
-}
-
-// takeBack is the call number of the release of an acquire that handed
-// out no Lock (see attempt.undo): boxed once.
-var takeBack any = int64(0)
-
-// releaseOp returns the release of the holding arg (mode "") or, with
-// mode "leave", a waiter's leave. boxed are keys boxed already (see
-// op.withScript).
-func releaseOp(kind *Kind, keys []string, boxed []any, arg any, r releaseArgs) op {
+// releaseOp returns the release of a holding with r, or with r.mode
+// "leave", a waiter's leave. boxed are keys boxed already (see
+// op.keyArgs).
+func releaseOp(kind *Kind, keys []string, boxed []any, r releaseArgv) op {
 	o := op{name: "release", keys: keys}
 	if r.mode == "leave" {
 		o.name = "leave" // a quorum has no queue to leave
 	} else {
 		o.onQuorum = (*quorum).release
 	}
-	if r.limit != nil {
-		return o.withScript(kind.release, boxed, arg, r.mode, r.ttl.Milliseconds(), fairLeaseMillis, r.notify, r.rel.counted, r.call, r.rel.markerTTL, r.limit)
-	}
-	return o.withScript(kind.release, boxed, arg, r.mode, r.ttl.Milliseconds(), fairLeaseMillis, r.notify, r.rel.counted, r.call, r.rel.markerTTL)
-}
-
-// fairLeaseMillis is FairLease for the scripts' ARGV, boxed once: never
-// changed.
-var fairLeaseMillis any = FairLease.Milliseconds()
-
-// releaseSetting is what every release of an Engine tells its script
-// besides the holding and the call, boxed once.
-type releaseSetting struct {
-	// counted: what a release tells its script of PUBLISH's count (see
-	// release.lua): "1" on a single server or Sentinel, "" on a Cluster or
-	// a Redlock quorum
-	counted any
-	// markerTTL: how long a release marker lives, in milliseconds (see
-	// Engine.markerTTL)
-	markerTTL any
+	return withArgs(o, kind.release, boxed, r)
 }
 
 // releaseSetting returns this Engine's.
@@ -246,14 +206,14 @@ func (e *Engine) releaseSetting() releaseSetting {
 // The operations of a Lock, of whatever kind: through its kind's scripts.
 
 func (l *Hold) releaseOp() op {
-	o := releaseOp(l.kind, l.keys, l.keyArgs, l.arg, releaseArgs{call: l.nextCall(), rel: l.e.releaseSetting(), limit: l.limit})
+	o := releaseOp(l.kind, l.keys, l.keyArgs, releaseArgv{holder: l.arg, call: l.nextCall(), releaseSetting: l.e.releaseSetting(), limit: l.limit})
 	o.after = l.stragglers
 	return o
 }
 
 func (l *Hold) refreshOp(ttl time.Duration) op {
 	o := op{name: "refresh", keys: l.kind.scriptKeys(l.keys), ttl: ttl, after: l.stragglers, onQuorum: (*quorum).refresh}
-	return o.withScript(l.kind.refresh, l.keyArgs, l.arg, ttl.Milliseconds())
+	return withArgs(o, l.kind.refresh, l.keyArgs, refreshArgv{holder: l.arg, ttl: ttl.Milliseconds()})
 }
 
 // releaseAfterOp is the refresh that ends the holding here and keeps it in
@@ -261,7 +221,7 @@ func (l *Hold) refreshOp(ttl time.Duration) op {
 // one, which leaves the release marker (see refresh.lua).
 func (l *Hold) releaseAfterOp(d time.Duration) op {
 	o := op{name: "release", keys: l.kind.scriptKeys(l.keys), ttl: d, after: l.stragglers, onQuorum: (*quorum).refresh}
-	return o.withScript(l.kind.refresh, l.keyArgs, l.arg, d.Milliseconds(), l.nextCall(), l.e.markerTTL)
+	return withArgs(o, l.kind.refresh, l.keyArgs, refreshArgv{holder: l.arg, ttl: d.Milliseconds(), call: l.nextCall(), markerTTL: l.e.markerTTL})
 }
 
 // nextCall returns the number of a new release call of l, boxed: 1 for the
@@ -272,7 +232,7 @@ func (l *Hold) nextCall() any { return l.calls.Add(1) }
 
 func (l *Hold) ttlOp() op {
 	o := op{name: "ttl", keys: l.kind.scriptKeys(l.keys), after: l.stragglers, onQuorum: (*quorum).ttl}
-	return o.withScript(l.kind.ttl, l.keyArgs, l.arg)
+	return withArgs(o, l.kind.ttl, l.keyArgs, ttlArgv{holder: l.arg})
 }
 
 // attempt returns an acquire that l's holding may be taken back with.

@@ -19,7 +19,7 @@ type op struct {
 	keys   []string
 	// argv is the whole of EVALSHA's arguments: "evalsha", the digest, the
 	// number of keys, the keys, then the script's ARGV; built once, in one
-	// slice, by withScript, and only read after that (a quorum sends one op
+	// slice, by withArgs, and only read after that (a quorum sends one op
 	// to every node at once)
 	argv []any
 	// decode reads the script's reply; nil for the usual one: an integer,
@@ -37,27 +37,9 @@ type op struct {
 	after *round.Stragglers // Redlock calls of a Lock: its acquire's nodes still to answer
 }
 
-// withScript returns o running s with o.keys and args. boxed are the first
-// of o.keys boxed already by an earlier op of the same holding (see
-// op.keyArgs), or nil: boxing a string allocates, and a release has the
-// keys its acquire boxed.
-func (o op) withScript(s *script, boxed []any, args ...any) op {
-	argv := make([]any, 3+len(o.keys)+len(args))
-	argv[0], argv[1], argv[2] = "evalsha", s.shaArg, len(o.keys)
-	for i, key := range o.keys {
-		if i < len(boxed) {
-			argv[3+i] = boxed[i]
-		} else {
-			argv[3+i] = key
-		}
-	}
-	copy(argv[3+len(o.keys):], args)
-	o.script, o.argv = s, argv
-	return o
-}
 
 // keyArgs returns o's keys as boxed in its argv, for later ops of the
-// same holding (see withScript).
+// same holding (see withArgs).
 func (o op) keyArgs() []any {
 	if o.argv == nil {
 		return nil
