@@ -37,7 +37,6 @@ type op struct {
 	after *round.Stragglers // Redlock calls of a Lock: its acquire's nodes still to answer
 }
 
-
 // keyArgs returns o's keys as boxed in its argv, for later ops of the
 // same holding (see withArgs).
 func (o op) keyArgs() []any {
