@@ -8,18 +8,11 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/dlock-go/dlock/internal/door"
 	"github.com/dlock-go/dlock/internal/owner"
 	"github.com/dlock-go/dlock/internal/renew"
 	"github.com/dlock-go/dlock/internal/wake"
@@ -59,12 +52,6 @@ type Options struct {
 	NewHold func() *Hold
 }
 
-// ReplicaAck is what WithReplicaAck asks for; Replicas 0 means nothing.
-type ReplicaAck struct {
-	Replicas int
-	Timeout  time.Duration
-}
-
 func newEngine(o Options) *Engine {
 	e := &Engine{logger: o.Logger, epoch: time.Now(), hooks: o.Hooks, newHold: o.NewHold, own: owner.New()}
 	if e.newHold == nil {
@@ -77,9 +64,9 @@ func newEngine(o Options) *Engine {
 // New returns an Engine on one deployment, rdb, which must not be nil.
 func New(rdb redis.UniversalClient, o Options) *Engine {
 	e := newEngine(o)
-	e.node = newNode(rdb, o.Ack, batchLanes, e.hooks)
+	e.node = newNode(rdb, o.Ack, batchLanes, e.nodeError())
 	e.nodes = []*node{e.node}
-	e.markerTTL = markerTTLOf(e.nodes)
+	e.markerTTL = markerTTLOf(rdb)
 	e.subs = []*wake.Subscriber{wake.New(rdb, e.logger)}
 	return e
 }
@@ -89,14 +76,23 @@ func New(rdb redis.UniversalClient, o Options) *Engine {
 func NewQuorum(nodes []redis.UniversalClient, o Options) *Engine {
 	e := newEngine(o)
 	for _, rdb := range nodes {
-		n := newNode(rdb, o.Ack, quorumBatchLanes, e.hooks)
+		n := newNode(rdb, o.Ack, quorumBatchLanes, e.nodeError())
 		n.fenceless = true
 		e.nodes = append(e.nodes, n)
 		e.subs = append(e.subs, wake.New(rdb, e.logger))
 	}
-	e.markerTTL = markerTTLOf(e.nodes)
+	e.markerTTL = markerTTLOf(nodes...)
 	e.quorum = newQuorum(e.nodes, o.NodeTimeout, e.own)
 	return e
+}
+
+// nodeError returns what the Engine's nodes tell of their errors: the
+// hooks' NodeError, or nil without hooks.
+func (e *Engine) nodeError() func(*NodeError) {
+	if e.hooks == nil {
+		return nil
+	}
+	return e.hooks.NodeError
 }
 
 // Close waits for the Engine's background work to finish and makes later
@@ -141,156 +137,44 @@ func (e *Engine) Deployment() string {
 	return ""
 }
 
-// Seen is what an acquire that waits notes for its observer. The waiter
-// keeps it up to date whether or not one is set: a few stores, no call.
-type Seen struct {
-	Attempts  int
-	Woken     bool      // the last sleep ended by a release message
-	Handoff   bool      // a release handed the hold over
-	WaitStart time.Time // Hooks.WaitStart was told; zero otherwise
+// releaseSetting returns this Engine's.
+func (e *Engine) releaseSetting() releaseSetting {
+	r := releaseSetting{counted: "", markerTTL: e.markerTTL}
+	if e.node != nil {
+		r.counted = e.node.counted
+	}
+	return r
 }
 
-// Acquire obtains a hold of kind on the name keys[0] (Keys or HoldKeys),
-// for every kind and every entry point: waiting if wait (and not
-// cfg.NoWait), else in one attempt. limit is a semaphore's, boxed; nil for
-// other kinds. cfg has been checked (see Check).
-func (e *Engine) Acquire(ctx context.Context, kind *Kind, keys []string, ttl time.Duration, limit any, wait bool, cfg Config) (*Hold, Seen, error) {
-	if !wait || cfg.NoWait {
-		h, _, err := e.try(ctx, e.newAttempt(kind, keys, ttl, limit, cfg), cfg)
-		return h, Seen{Attempts: 1}, err
+// Keys returns the KEYS of the scripts on the lock named key: a Redlock
+// node has no queue of waiters.
+func (e *Engine) Keys(key string) []string {
+	if e.quorum != nil {
+		return lockKeys(key)
 	}
-	w := waiter{e: e, kind: kind, limit: limit, cfg: cfg, key: keys[0], keys: keys, ttl: ttl}
-	h, err := w.obtain(ctx)
-	return h, w.seen, err
+	return queueKeys(key)
 }
 
-// try makes one attempt, a. When another holder has the hold, the error
-// wraps ErrNotObtained, and the reply says what the holder has left (value,
-// negative if unknown) and in fair mode whether the caller is first in the
-// queue.
-func (e *Engine) try(ctx context.Context, a attempt, cfg Config) (h *Hold, r reply, err error) {
-	key := a.keys[0]
-	sent := time.Now()
-	o := a.op()
-	a.keyArgs = a.boxedKeys(o) // for the Hold's calls, and for the take-back
-	r, err = e.call(ctx, o)
-	if err != nil {
-		if replyLost(err) {
-			// The script may have run before the reply was lost.
-			e.releaseInBackground(a)
-		}
-		return nil, r, err
-	}
-	switch r.code {
-	case acquired:
-		h, err = e.hold(a, r, sent, cfg)
-		return h, r, err
-	case held:
-		holderTTL := time.Duration(r.value) * time.Millisecond
-		switch r.value {
-		case freeButQueued:
-			return nil, r, fmt.Errorf("%w: %s is free, but earlier waiters go first", ErrNotObtained, QuoteKey(key))
-		case unknownTTL:
-			return nil, r, fmt.Errorf("%w: %s is held by another holder", ErrNotObtained, QuoteKey(key))
-		}
-		return nil, r, fmt.Errorf("%w: %s is held by another holder%s", ErrNotObtained, QuoteKey(key), expiresIn(holderTTL))
-	case wrongType:
-		return nil, r, a.kind.wrongTypeError(key)
-	case guarded:
-		return nil, r, &door.GuardError{Key: a.keys[len(a.keys)-1], Value: r.token}
-	case limitMismatch:
-		return nil, r, fmt.Errorf("%w: %s: its permits were taken with a limit of %d, not %v", ErrLimitMismatch, QuoteKey(key), r.value, a.limit)
-	}
-	return nil, r, fmt.Errorf("dlock: acquire %s: unexpected reply code %d", QuoteKey(key), r.code)
-}
-
-// hold returns the Hold that the acquire a, sent at sent, obtained with the
-// reply r, renewed if cfg says so.
-func (e *Engine) hold(a attempt, r reply, sent time.Time, cfg Config) (*Hold, error) {
-	h := e.newHold()
-	h.init(e, a, r.value, sent)
-	h.raise = r.raise
-	h.renewed, h.record = cfg.AutoRenew, cfg.Record
-	h.stragglers = r.stragglers
-	if e.hooks != nil {
-		e.hooks.Held(h)
-	}
-	if cfg.AutoRenew && !e.renewer.Add((*renewedHold)(h)) {
-		return nil, ErrClosed // closed meanwhile; the hold expires
-	}
-	return h, nil
-}
-
-func expiresIn(d time.Duration) string {
-	if d < 0 {
-		return " with no expiry"
-	}
-	return " for " + d.String() + " more"
-}
-
-// replyLost reports whether err leaves unknown whether a script ran: Redis
-// failed to answer (a network error, a timeout). It is false when the
-// context ended first, after which call itself cleans up, and when the
-// command never left the client: no connection could be had.
-func replyLost(err error) bool {
-	var nodeErr *NodeError
-	var noAnswer *noAnswerError
-	var netErr *net.OpError
-	var quorumErr *QuorumError
-	switch {
-	case !errors.As(err, &nodeErr), errors.As(err, &noAnswer), errors.As(err, &quorumErr):
-		return false // a quorum cleans up after itself
-	case errors.As(err, &netErr) && netErr.Op == "dial",
-		errors.Is(err, redis.ErrClosed),
-		errors.Is(err, redis.ErrPoolTimeout),
-		errors.Is(err, redis.ErrPoolExhausted):
-		return false // never sent
-	}
-	return true
-}
-
-// releaseInBackground runs releaseLate in a goroutine the Engine tracks.
-func (e *Engine) releaseInBackground(acquire attempt) {
-	e.own.Go(func() { e.releaseLate(acquire) })
-}
-
-// releaseLate releases a hold whose acquire may have landed although its
-// caller did not get it (the reply was lost, or the caller's context ended
-// first), a lost hold that Redis may still keep, or a fair waiter's place.
-// It runs in a goroutine the Engine tracks. The release only deletes the
-// key if it still holds the token, so it never touches anyone else's lock.
-// Trying for longer than the hold lives is pointless, so its ttl bounds it.
-// acquire is the acquire to undo.
-//
-// A record's acquire (AsRecord) is not undone: its caller was told that the
-// outcome is unknown (ErrOutcomeUnknown), and a record that landed is what
-// it asked for (a job's done record, say): deleting it would undo finished
-// work. It expires with its ttl.
-func (e *Engine) releaseLate(acquire attempt) {
-	if acquire.record {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), acquire.ttl)
-	defer cancel()
-	if _, err := e.run(ctx, acquire.undo(false)); err != nil {
-		e.logger.Warn("dlock: could not release a lock in the background; it expires by itself",
-			"key", QuoteKey(acquire.keys[0]), "ttl", acquire.ttl, "error", err)
-	}
-}
-
-// NewToken returns 128 random bits from crypto/rand, URL-safe base64.
-func NewToken() string { return newTokenWith("", "") }
-
-// newTokenWith returns NewToken followed by a and b, in one allocation.
-func newTokenWith(a, b string) string {
-	var random [16]byte
-	_, _ = rand.Read(random[:]) // never fails: it crashes the program instead
-	var encoded [RandomTokenLen]byte
-	base64.RawURLEncoding.Encode(encoded[:], random[:])
-	var t strings.Builder
-	t.Grow(RandomTokenLen + len(a) + len(b))
-	t.Write(encoded[:])
-	t.WriteString(a)
-	t.WriteString(b)
-	return t.String()
+// Hooks are told what the Engine does where no caller sees it: dlock's
+// observer code implements them. An Engine without Hooks (nil) calls none
+// and allocates nothing for them. Each method is called from the goroutine
+// that did the work, and must not block.
+type Hooks interface {
+	// Held is told of a holding just obtained, before anything else can
+	// see it (the renewer included).
+	Held(h *Hold)
+	// WaitStart is told that an acquire of kind on key starts to wait.
+	WaitStart(ctx context.Context, kind *Kind, key string, record bool)
+	// Refreshed is told how an automatic refresh of h went: err is nil
+	// when it held, else why not.
+	Refreshed(h *Hold, err error)
+	// Ended is told once when h ends, released or lost, with the error Err
+	// returns from then on.
+	Ended(h *Hold, err error)
+	// RecordEnded is told when a record (AsRecord) ran out, as its holder
+	// meant.
+	RecordEnded(h *Hold)
+	// NodeError is told of a failure of a node, unless it only says that
+	// the caller's context ended first.
+	NodeError(e *NodeError)
 }

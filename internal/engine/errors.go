@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/dlock-go/dlock/internal/ctxerr"
 )
 
 // The errors of the Engine's calls. Package dlock re-exports each, and
@@ -94,3 +97,34 @@ func (e *QuorumError) Error() string {
 
 // Unwrap returns the errors of the nodes that failed.
 func (e *QuorumError) Unwrap() []error { return e.Errs }
+
+// noAnswerError is the error of a call whose context ended before Redis
+// answered. The call goes on in the background; an acquire that lands is
+// released. errors.Is finds in it ErrOutcomeUnknown, the context's error
+// and, if the node was failing (see node.failing), the failure's error.
+type noAnswerError struct {
+	err     error // the context's
+	failing error // the node's failure, or nil
+}
+
+func (e *noAnswerError) Error() string {
+	if e.failing == nil {
+		return "no answer before the context ended: " + e.err.Error()
+	}
+	return "no answer before the context ended: " + e.err.Error() + "; " + e.failing.Error()
+}
+
+// Is reports whether target is ErrOutcomeUnknown: the call goes on, and
+// what it does is not known yet.
+func (e *noAnswerError) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+func (e *noAnswerError) Unwrap() []error {
+	if e.failing == nil {
+		return []error{e.err}
+	}
+	return []error{e.err, e.failing}
+}
+
+// contextError returns the error of a done context in which errors.Is finds
+// both ctx.Err() and the cause given to a CancelCauseFunc, if any.
+func contextError(ctx context.Context) error { return ctxerr.Of(ctx) }

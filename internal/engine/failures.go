@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,16 +25,21 @@ type failure struct {
 	at  time.Time
 }
 
-// noteFailures adds a hook to rdb that notes its failures on n (every
+// failures notes the last failure a node's Redis client met.
+type failures struct {
+	last atomic.Pointer[failure]
+}
+
+// watch adds a hook to rdb that notes its failures (every
 // failed dial, and every command or pipeline that failed for a reason other
 // than the command itself, see unavailable) and forgets them when a command
 // succeeds. The hook stays on rdb, which the Client does not own, after
 // Close: it only stores an error.
-func (n *node) noteFailures(rdb redis.UniversalClient) {
-	rdb.AddHook(failureHook{n: n})
+func (f *failures) watch(rdb redis.UniversalClient) {
+	rdb.AddHook(failureHook{f: f})
 	// A Cluster or a Ring dials through the clients of its shards; those
 	// made from now on get a hook for their dials.
-	shard := func(c *redis.Client) { c.AddHook(failureHook{n: n, dialsOnly: true}) }
+	shard := func(c *redis.Client) { c.AddHook(failureHook{f: f, dialsOnly: true}) }
 	switch c := rdb.(type) {
 	case *redis.ClusterClient:
 		c.OnNewNode(shard)
@@ -45,7 +51,7 @@ func (n *node) noteFailures(rdb redis.UniversalClient) {
 // failing returns the error of the last failure noted, unless a command
 // succeeded since, and otherwise nil. The error says how long ago it was
 // noted, and errors.Is and errors.As find the failure's own error in it.
-func (n *node) failing() error { return n.failure.Load().describe() }
+func (f *failures) failing() error { return f.last.Load().describe() }
 
 func (f *failure) describe() error {
 	if f == nil {
@@ -54,37 +60,23 @@ func (f *failure) describe() error {
 	return fmt.Errorf("the last error from Redis, %v ago: %w", time.Since(f.at).Round(time.Millisecond), f.err)
 }
 
-// withFailures returns err, the error of a call on the lock named key that
-// its context ended, naming also the failures its nodes are in, those that
-// err does not name already. Observers are not told of them again: the
-// calls that met them tell of their own failures.
-func (e *Engine) withFailures(err error, key string) error {
-	for _, n := range e.nodes {
-		f := n.failure.Load()
-		if f != nil && !errors.Is(err, f.err) {
-			err = fmt.Errorf("%w; %w", err, n.errorOf("acquire", key, f.describe()))
-		}
-	}
-	return err
-}
-
 // note notes the outcome of a dial, command or pipeline: a failure, or an
 // answer (a reply, even an error reply about the command), which means that
 // Redis serves again. A context that ended tells neither.
-func (n *node) note(err error) {
+func (f *failures) note(err error) {
 	if err == nil { // the common case, without the allocation of errors.As
-		if n.failure.Load() != nil {
-			n.failure.Store(nil)
+		if f.last.Load() != nil {
+			f.last.Store(nil)
 		}
 		return
 	}
 	var reply redis.Error
 	switch {
 	case unavailable(err):
-		n.failure.Store(&failure{err: err, at: time.Now()})
+		f.last.Store(&failure{err: err, at: time.Now()})
 	case errors.As(err, &reply):
-		if n.failure.Load() != nil {
-			n.failure.Store(nil)
+		if f.last.Load() != nil {
+			f.last.Store(nil)
 		}
 	}
 }
@@ -114,9 +106,9 @@ func unavailable(err error) bool {
 // retriedReplies are the error replies that say a server cannot serve now.
 var retriedReplies = [...]string{"LOADING ", "READONLY ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN ", "NOREPLICAS ", "max number of clients reached"}
 
-// failureHook is the go-redis hook of noteFailures.
+// failureHook is the go-redis hook of failures.watch.
 type failureHook struct {
-	n         *node
+	f         *failures
 	dialsOnly bool // on a shard of a Cluster or Ring, whose commands the hook on the whole sees
 }
 
@@ -127,7 +119,7 @@ func (h failureHook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
 		if err != nil {
-			h.n.note(err)
+			h.f.note(err)
 		}
 		return conn, err
 	}
@@ -139,7 +131,7 @@ func (h failureHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		h.n.note(err)
+		h.f.note(err)
 		return err
 	}
 }
@@ -150,7 +142,7 @@ func (h failureHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		h.n.note(err)
+		h.f.note(err)
 		return err
 	}
 }

@@ -354,80 +354,6 @@ func (h *renewedHold) Cap(sent time.Time, ttl time.Duration) {
 	l.until.Store(min(l.until.Load(), l.untilOf(sent, ttl)))
 }
 
-// initRenewer sets up the Engine's renewer (WithAutoRenew).
-func (e *Engine) initRenewer() {
-	cfg := renew.Config[*renewedHold]{
-		Refresh: e.refreshMany,
-		Timeout: e.refreshTimeout,
-		Lost: func(h *renewedHold, how string, release bool) {
-			l := h.lock()
-			if l.end(l.lostError(how)) {
-				e.logger.Warn("dlock: lock lost", "key", QuoteKey(l.key), "reason", how)
-				if release {
-					e.releaseInBackground(l.attempt())
-				}
-			}
-		},
-		Closed: func(h *renewedHold) { h.lock().end(errNotRenewed(h.key)) },
-		Logger: e.logger,
-		Owner:  e.own,
-		Key:    func(h *renewedHold) string { return QuoteKey(h.key) },
-	}
-	if e.hooks != nil {
-		cfg.Observe = e.observeRefreshes
-	}
-	e.renewer.Init(cfg)
-}
-
-// errNotRenewed ends a renewed lock when its Client closes.
-func errNotRenewed(key string) error {
-	return fmt.Errorf("%w: %s: the Client was closed, so nothing renews it: %w", ErrLockLost, QuoteKey(key), ErrClosed)
-}
-
-// refreshMany refreshes the locks of one renewer batch, handing the
-// results to record as they come (see node.refreshMany).
-func (e *Engine) refreshMany(ctx context.Context, locks []*renewedHold, record func([]*renewedHold, []renew.Result)) {
-	if e.quorum != nil {
-		record(locks, e.quorum.refreshMany(ctx, locks))
-		return
-	}
-	e.node.refreshMany(ctx, locks, record)
-}
-
-// refreshTimeout is how long one attempt of a renewer batch whose shortest
-// ttl is shortest may take: a sixth of it (on a Redlock, at least the node
-// timeout). go-redis would go on retrying a dead server for seconds, on an
-// old Cluster slot map, while a fresh attempt a little later finds the new
-// primary.
-func (e *Engine) refreshTimeout(shortest time.Duration) time.Duration {
-	timeout := max(shortest/6, minRefreshTimeout)
-	if q := e.quorum; q != nil {
-		// A Redlock round gives each node the node timeout: a batch cut
-		// shorter would fail on nodes that are slow, not dead.
-		timeout = max(timeout, q.timeout())
-	}
-	return timeout
-}
-
-// minRefreshTimeout is the least time a batch of refreshes is given.
-const minRefreshTimeout = 50 * time.Millisecond
-
-// observeRefreshes tells the hooks the answers of a renewer batch, before
-// the holdings found not held are ended.
-func (e *Engine) observeRefreshes(holds []*renewedHold, results []renew.Result) {
-	for i, rh := range holds {
-		h := rh.lock()
-		if h.gone.Load() {
-			continue // released or lost meanwhile
-		}
-		err := results[i].Err
-		if err == nil && !results[i].Held {
-			err = h.notHeld("refresh")
-		}
-		e.hooks.Refreshed(h, err)
-	}
-}
-
 // ReleaseStoring is door.ReleaseStoring: it releases the lock and stores
 // value at key for ttl, in one step, if the lock is still ours. A copy of
 // the call that go-redis sends again and that finds the lock gone answers
@@ -464,3 +390,38 @@ func (l *Hold) Lifetime() context.Context { return l.lifetime() }
 // CurrentTTL is the ttl of the acquire or of the last Refresh: the one the
 // renewer keeps.
 func (l *Hold) CurrentTTL() time.Duration { return l.currentTTL() }
+
+func (l *Hold) releaseOp() op {
+	o := releaseOp(l.kind, l.keys, l.keyArgs, releaseArgv{holder: l.arg, call: l.nextCall(), releaseSetting: l.e.releaseSetting(), limit: l.limit})
+	o.after = l.stragglers
+	return o
+}
+
+func (l *Hold) refreshOp(ttl time.Duration) op {
+	o := op{name: "refresh", keys: l.kind.scriptKeys(l.keys), ttl: ttl, after: l.stragglers, onQuorum: (*quorum).refresh}
+	return withArgs(o, l.kind.refresh, l.keyArgs, refreshArgv{holder: l.arg, ttl: ttl.Milliseconds()})
+}
+
+// releaseAfterOp is the refresh that ends the holding here and keeps it in
+// Redis for d (Lock.ReleaseAfter): a release of the holding, numbered as
+// one, which leaves the release marker (see refresh.lua).
+func (l *Hold) releaseAfterOp(d time.Duration) op {
+	o := op{name: "release", keys: l.kind.scriptKeys(l.keys), ttl: d, after: l.stragglers, onQuorum: (*quorum).refresh}
+	return withArgs(o, l.kind.refresh, l.keyArgs, refreshArgv{holder: l.arg, ttl: d.Milliseconds(), call: l.nextCall(), markerTTL: l.e.markerTTL})
+}
+
+// nextCall returns the number of a new release call of l, boxed: 1 for the
+// first. The scripts' release marker records it, so a copy of the call
+// that the Redis client sent again tells itself from another call.
+// Numbers under 256 box without allocating.
+func (l *Hold) nextCall() any { return l.calls.Add(1) }
+
+func (l *Hold) ttlOp() op {
+	o := op{name: "ttl", keys: l.kind.scriptKeys(l.keys), after: l.stragglers, onQuorum: (*quorum).ttl}
+	return withArgs(o, l.kind.ttl, l.keyArgs, ttlArgv{holder: l.arg})
+}
+
+// attempt returns an acquire that l's holding may be taken back with.
+func (l *Hold) attempt() attempt {
+	return attempt{kind: l.kind, keys: l.keys, keyArgs: l.keyArgs, token: l.token, arg: l.arg, ttl: l.currentTTL(), rel: l.e.releaseSetting(), limit: l.limit}
+}

@@ -8,7 +8,6 @@ import (
 	"iter"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -149,29 +148,6 @@ func sha1Hex(s string) string {
 // holderClass is the class that starts the name of a shared hold's holder
 // in its sorted set, by the mode inspect.lua reports (see kind.go).
 var holderClass = map[string]string{"permit": "s", "read": "r", "write": "w"}
-
-// shards returns the servers to SCAN: every primary of a Cluster, every
-// shard of a Ring, or the one server.
-func (n *node) shards(ctx context.Context) ([]redis.Cmdable, error) {
-	var mu sync.Mutex
-	var shards []redis.Cmdable
-	collect := func(_ context.Context, shard *redis.Client) error {
-		mu.Lock()
-		defer mu.Unlock()
-		shards = append(shards, shard)
-		return nil
-	}
-	var err error
-	switch c := n.rdb.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, collect)
-	case *redis.Ring:
-		err = c.ForEachShard(ctx, collect)
-	default:
-		shards = append(shards, n.rdb)
-	}
-	return shards, err
-}
 
 // lockKeyOf returns the lock key whose side key of the given kind is side:
 // the inverse of sideKey.

@@ -106,20 +106,6 @@ func (a *attempt) guard(key string) {
 	a.guarded = []string{a.keys[0], a.keys[1], key}
 }
 
-// newAttempt returns the first attempt of an acquire of kind, with the
-// options of cfg and a semaphore's limit (nil for other kinds).
-func (e *Engine) newAttempt(kind *Kind, keys []string, ttl time.Duration, limit any, cfg Config) attempt {
-	token := cfg.newToken()
-	a := attempt{kind: kind, keys: keys, token: token, arg: token, ttl: ttl, fair: cfg.Fair, limit: limit, rel: e.releaseSetting(), record: cfg.Record}
-	if kind.class != "" {
-		a.arg = kind.class + token
-	}
-	if cfg.Guard != "" {
-		a.guard(cfg.Guard)
-	}
-	return a
-}
-
 // retoken gives the attempt a fresh token (see waiter.obtain).
 func (a *attempt) retoken(token string) {
 	a.token, a.arg = token, token
@@ -194,51 +180,7 @@ func releaseOp(kind *Kind, keys []string, boxed []any, r releaseArgv) op {
 	return withArgs(o, kind.release, boxed, r)
 }
 
-// releaseSetting returns this Engine's.
-func (e *Engine) releaseSetting() releaseSetting {
-	r := releaseSetting{counted: "", markerTTL: e.markerTTL}
-	if e.node != nil {
-		r.counted = e.node.counted
-	}
-	return r
-}
-
 // The operations of a Lock, of whatever kind: through its kind's scripts.
-
-func (l *Hold) releaseOp() op {
-	o := releaseOp(l.kind, l.keys, l.keyArgs, releaseArgv{holder: l.arg, call: l.nextCall(), releaseSetting: l.e.releaseSetting(), limit: l.limit})
-	o.after = l.stragglers
-	return o
-}
-
-func (l *Hold) refreshOp(ttl time.Duration) op {
-	o := op{name: "refresh", keys: l.kind.scriptKeys(l.keys), ttl: ttl, after: l.stragglers, onQuorum: (*quorum).refresh}
-	return withArgs(o, l.kind.refresh, l.keyArgs, refreshArgv{holder: l.arg, ttl: ttl.Milliseconds()})
-}
-
-// releaseAfterOp is the refresh that ends the holding here and keeps it in
-// Redis for d (Lock.ReleaseAfter): a release of the holding, numbered as
-// one, which leaves the release marker (see refresh.lua).
-func (l *Hold) releaseAfterOp(d time.Duration) op {
-	o := op{name: "release", keys: l.kind.scriptKeys(l.keys), ttl: d, after: l.stragglers, onQuorum: (*quorum).refresh}
-	return withArgs(o, l.kind.refresh, l.keyArgs, refreshArgv{holder: l.arg, ttl: d.Milliseconds(), call: l.nextCall(), markerTTL: l.e.markerTTL})
-}
-
-// nextCall returns the number of a new release call of l, boxed: 1 for the
-// first. The scripts' release marker records it, so a copy of the call
-// that the Redis client sent again tells itself from another call.
-// Numbers under 256 box without allocating.
-func (l *Hold) nextCall() any { return l.calls.Add(1) }
-
-func (l *Hold) ttlOp() op {
-	o := op{name: "ttl", keys: l.kind.scriptKeys(l.keys), after: l.stragglers, onQuorum: (*quorum).ttl}
-	return withArgs(o, l.kind.ttl, l.keyArgs, ttlArgv{holder: l.arg})
-}
-
-// attempt returns an acquire that l's holding may be taken back with.
-func (l *Hold) attempt() attempt {
-	return attempt{kind: l.kind, keys: l.keys, keyArgs: l.keyArgs, token: l.token, arg: l.arg, ttl: l.currentTTL(), rel: l.e.releaseSetting(), limit: l.limit}
-}
 
 // wrongTypeError is the error of an acquire of this kind on a key that
 // holds something else.

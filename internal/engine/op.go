@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/dlock-go/dlock/internal/round"
@@ -65,7 +64,7 @@ type reply struct {
 	kind        string            // inspect: "semaphore" or "rwmutex" for a shared hold, else ""
 	limit       int64             // inspect: a semaphore's limit
 	holders     []holderReply     // inspect: the holders of a shared hold; nil for a lock
-	raise       *fenceRaise       // Redlock acquire: the fence is not on a quorum yet
+	granted     []bool            // Redlock acquire: the nodes that granted it; its fence is not on a quorum yet
 	stragglers  *round.Stragglers // Redlock acquire: nodes that had not answered yet
 }
 
@@ -131,55 +130,6 @@ func decodeStatus(v any) (reply, bool) {
 		}
 	}
 	return reply{}, false
-}
-
-// run sends o to Redis and waits for the answer: to the node, or to every
-// node of a Redlock quorum.
-func (e *Engine) run(ctx context.Context, o op) (reply, error) {
-	if e.quorum != nil {
-		return e.quorum.run(ctx, o)
-	}
-	return e.node.run(ctx, o)
-}
-
-// run sends o to this node and waits for the answer.
-func (n *node) run(ctx context.Context, o op) (reply, error) {
-	if o.onNode != nil {
-		return o.onNode(n, ctx, o)
-	}
-	return n.exec(ctx, o)
-}
-
-// run decides o on the quorum, by o's own rule.
-func (q *quorum) run(ctx context.Context, o op) (reply, error) {
-	if o.onQuorum == nil {
-		return reply{}, fmt.Errorf("dlock: %s %s: not an operation of a Redlock quorum", o.name, QuoteKey(o.key()))
-	}
-	return o.onQuorum(q, ctx, o)
-}
-
-// exec runs o's script on this node and decodes its reply.
-func (n *node) exec(ctx context.Context, o op) (reply, error) {
-	if o.script == nil {
-		return reply{}, n.wrap(o.name, o.key(), fmt.Errorf("no script: not an operation of this package"))
-	}
-	v, err := n.send(ctx, o)
-	if err != nil {
-		return reply{}, n.wrap(o.name, o.key(), outcomeUnknown(err))
-	}
-	return n.decode(o, v)
-}
-
-// decode reads the reply v of o's script.
-func (n *node) decode(o op, v any) (reply, error) {
-	decode := o.decode
-	if decode == nil {
-		decode = decodeStatus
-	}
-	if r, ok := decode(v); ok {
-		return r, nil
-	}
-	return reply{}, n.wrap(o.name, o.key(), fmt.Errorf("unexpected script reply %v", v))
 }
 
 // holderReply is one holder of a shared hold, as inspect.lua tells it.

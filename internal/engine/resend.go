@@ -55,11 +55,11 @@ const (
 )
 
 // markerTTLOf returns the boxed milliseconds of the release markers of an
-// Engine on nodes: the longest window of them.
-func markerTTLOf(nodes []*node) any {
+// Engine on the Redis clients rdbs: the longest window of them.
+func markerTTLOf(rdbs ...redis.UniversalClient) any {
 	var longest time.Duration
-	for _, n := range nodes {
-		longest = max(longest, resendWindow(n.rdb))
+	for _, rdb := range rdbs {
+		longest = max(longest, resendWindow(rdb))
 	}
 	return max(longest, minMarkerTTL).Milliseconds()
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"strings"
 )
@@ -71,4 +73,21 @@ func Fingerprint(token string) string {
 	}
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:4])
+}
+
+// NewToken returns 128 random bits from crypto/rand, URL-safe base64.
+func NewToken() string { return newTokenWith("", "") }
+
+// newTokenWith returns NewToken followed by a and b, in one allocation.
+func newTokenWith(a, b string) string {
+	var random [16]byte
+	_, _ = rand.Read(random[:]) // never fails: it crashes the program instead
+	var encoded [RandomTokenLen]byte
+	base64.RawURLEncoding.Encode(encoded[:], random[:])
+	var t strings.Builder
+	t.Grow(RandomTokenLen + len(a) + len(b))
+	t.Write(encoded[:])
+	t.WriteString(a)
+	t.WriteString(b)
+	return t.String()
 }

@@ -366,50 +366,6 @@ func (w *waiter) stopWatches() {
 	w.watches = w.watches[:0]
 }
 
-// WaitRelease waits until the holder of the name key, as it is when
-// WaitRelease is called, holds it no more (see dlock.Client.WaitRelease);
-// with holder, a fingerprint, not "": until that holder holds it no more.
-func (e *Engine) WaitRelease(ctx context.Context, key, holder string, backoff Backoff) error {
-	if err := e.CheckKey(key); err != nil {
-		return err
-	}
-	w := waiter{e: e, cfg: Config{Backoff: backoff}, key: key}
-	channel := sideKey(watchKind, key)
-	listening := w.listenIfSubscribed(channel, "")
-	defer w.stop()
-	for n, subscribed := 1, listening; ; n++ {
-		in, err := e.Inspect(ctx, key)
-		if err != nil {
-			return err
-		}
-		if !in.Held || holder != "" && Fingerprint(in.Token) != holder {
-			return nil
-		}
-		holder = Fingerprint(in.Token)
-		if !subscribed {
-			subscribed = true
-			if listening = w.subscribe(ctx, channel, ""); listening {
-				continue // look again now that no release can be missed
-			}
-		}
-		ttl := pttlDuration(in.PTTL)
-		d := ttl
-		if !listening || d < 0 {
-			// No release messages, or a key without expiry: the Backoff.
-			d = max(w.cfg.Backoff.Delay(n, ttl), listeningMinDelay)
-			if ttl > 0 {
-				d = min(d, ttl)
-			}
-		}
-		if !w.sleep(ctx, max(d, time.Millisecond)) {
-			return fmt.Errorf("dlock: wait for the release of %s: %w", QuoteKey(key), contextError(ctx))
-		}
-		if err := e.Usable(); err != nil {
-			return err
-		}
-	}
-}
-
 // pttlDuration is a PTTL in milliseconds as a Duration: -1 (one nanosecond
 // under zero) for none, as go-redis does.
 func pttlDuration(ms int64) time.Duration {
@@ -417,4 +373,41 @@ func pttlDuration(ms int64) time.Duration {
 		return -1
 	}
 	return time.Duration(ms) * time.Millisecond
+}
+
+// withFailures returns err, the error of a call on the lock named key that
+// its context ended, naming also the failures its nodes are in, those that
+// err does not name already. Observers are not told of them again: the
+// calls that met them tell of their own failures.
+func (e *Engine) withFailures(err error, key string) error {
+	for _, n := range e.nodes {
+		f := n.last.Load()
+		if f != nil && !errors.Is(err, f.err) {
+			err = fmt.Errorf("%w; %w", err, n.errorOf("acquire", key, f.describe()))
+		}
+	}
+	return err
+}
+
+// Seen is what an acquire that waits notes for its observer. The waiter
+// keeps it up to date whether or not one is set: a few stores, no call.
+type Seen struct {
+	Attempts  int
+	Woken     bool      // the last sleep ended by a release message
+	Handoff   bool      // a release handed the hold over
+	WaitStart time.Time // Hooks.WaitStart was told; zero otherwise
+}
+
+// Acquire obtains a hold of kind on the name keys[0] (Keys or HoldKeys),
+// for every kind and every entry point: waiting if wait (and not
+// cfg.NoWait), else in one attempt. limit is a semaphore's, boxed; nil for
+// other kinds. cfg has been checked (see Check).
+func (e *Engine) Acquire(ctx context.Context, kind *Kind, keys []string, ttl time.Duration, limit any, wait bool, cfg Config) (*Hold, Seen, error) {
+	if !wait || cfg.NoWait {
+		h, _, err := e.try(ctx, e.newAttempt(kind, keys, ttl, limit, cfg), cfg)
+		return h, Seen{Attempts: 1}, err
+	}
+	w := waiter{e: e, kind: kind, limit: limit, cfg: cfg, key: keys[0], keys: keys, ttl: ttl}
+	h, err := w.obtain(ctx)
+	return h, w.seen, err
 }

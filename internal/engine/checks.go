@@ -5,9 +5,59 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
+	"github.com/dlock-go/dlock/internal/slot"
 	"github.com/redis/go-redis/v9"
 )
+
+// The checks of what a caller asks for, before anything is sent: the
+// arguments of an acquire, and the deployment itself.
+
+// CheckConfig validates the options of an acquire on the name key, read
+// into cfg, for this Engine.
+func (e *Engine) CheckConfig(key string, cfg Config) error {
+	if err := e.checkGuard(key, cfg); err != nil {
+		return err
+	}
+	if cfg.Fair && e.quorum != nil {
+		return fmt.Errorf("%w: WithFair needs one Redis deployment; a Redlock quorum has no single queue", ErrInvalidOption)
+	}
+	return nil
+}
+
+// CheckKey validates the name of a lock, on an Engine that is not closed.
+func (e *Engine) CheckKey(key string) error {
+	if err := e.Usable(); err != nil {
+		return err
+	}
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	}
+	return nil
+}
+
+// CheckTTL validates a time to live.
+func CheckTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%w: %v is under the minimum of 1ms", ErrInvalidTTL, ttl)
+	}
+	return nil
+}
+
+// checkGuard validates WithGuard's key against the lock's.
+func (e *Engine) checkGuard(key string, cfg Config) error {
+	switch {
+	case cfg.Guard == "":
+		return nil
+	case e.quorum != nil:
+		return fmt.Errorf("%w: WithGuard needs one Redis deployment; a Redlock quorum cannot read a key and take a lock in one step", ErrInvalidOption)
+	case slot.Of(cfg.Guard) != slot.Of(key):
+		return fmt.Errorf("%w: guard key %s is in Cluster slot %d, the lock %s in %d: give both the same hash tag",
+			ErrInvalidKey, QuoteKey(cfg.Guard), slot.Of(cfg.Guard), QuoteKey(key), slot.Of(key))
+	}
+	return nil
+}
 
 // CheckDeployment asks each server behind the Engine for settings that
 // silently weaken locks, logs a warning for each, and returns them; see
