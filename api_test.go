@@ -132,3 +132,31 @@ func duplicates(names []string) []string {
 	}
 	return dup
 }
+
+// No package under internal/ imports the root: the engine and the helpers
+// stand beneath the API, which uses them, never the other way round. Test
+// files count too (an internal test of the engine cannot import the root).
+func TestInternalDoesNotImportRoot(t *testing.T) {
+	const root = `"github.com/dlock-go/dlock"`
+	err := filepath.WalkDir("internal", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		if strings.HasPrefix(path, filepath.Join("internal", "testenv", "lockenv")) {
+			return nil // the tests' Locker: a helper of the packages above the root
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			if imp.Path.Value == root {
+				t.Errorf("%s imports the root package", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

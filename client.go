@@ -2,22 +2,14 @@ package dlock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/dlock-go/dlock/internal/door"
-	"github.com/dlock-go/dlock/internal/owner"
+	"github.com/dlock-go/dlock/internal/engine"
 	"github.com/dlock-go/dlock/internal/redisclient"
-	"github.com/dlock-go/dlock/internal/renew"
-	"github.com/dlock-go/dlock/internal/wake"
 )
 
 // Client obtains locks on one Redis deployment: a single server, a primary
@@ -27,24 +19,10 @@ import (
 // A Client does not own the Redis client it was given: Close does not close
 // it, and it must stay open as long as the Client is used.
 type Client struct {
-	node   *node   // the deployment of a plain Client; nil for Redlock
-	quorum *quorum // the nodes of a Redlock Client; nil for a plain one
-	nodes  []*node // every node: node, or the quorum's
-	logger *slog.Logger
-	holder string    // what follows the random part of every token (holderSuffix)
-	epoch  time.Time // monotonic origin of the validity deadlines
-	err    error     // a nil client or bad option given to New; every call returns it
-
-	renewer renew.Renewer[*renewedLock] // of the locks obtained WithAutoRenew (renewal.go)
-	subs    []*wake.Subscriber          // the release messages that wake waiters, one per node
-	obs     *observers                  // WithObserver; nil without one (observe_hooks.go)
-
-	own *owner.Group // the goroutines of this Client, which Close stops and waits for
-
-	// markerTTL is how long a release marker lives, boxed milliseconds:
-	// longer than the Redis clients go on sending copies of one command
-	// (see resendWindow and release.lua)
-	markerTTL any
+	e      *engine.Engine // nil when err is set
+	holder string         // what follows the random part of every token (engine.HolderSuffix)
+	obs    *observers     // WithObserver; nil without one (observe.go)
+	err    error          // a nil client or bad option given to New; every call returns it
 }
 
 // New returns a Client that keeps its locks on rdb: a *redis.Client (also
@@ -62,19 +40,83 @@ type Client struct {
 // Client per Redis client and share it: each New adds a hook.
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	cfg, err := newClientConfig(opts)
-	c := &Client{logger: cfg.logger, holder: holderSuffix(cfg.holderName), epoch: time.Now(), err: err, own: owner.New()}
-	c.obs = newObservers(cfg.observers)
-	c.initRenewer()
+	c := &Client{holder: engine.HolderSuffix(cfg.holderName), obs: newObservers(cfg.observers), err: err}
 	if redisclient.IsNil(rdb) {
 		c.err = ErrNilClient
-	} else {
-		c.node = newNode(rdb, cfg.ack, batchLanes)
-		c.node.obs = c.obs
-		c.nodes = []*node{c.node}
-		c.markerTTL = markerTTLOf(c.nodes)
-		c.subs = []*wake.Subscriber{wake.New(rdb, c.logger)}
+	}
+	if c.err == nil {
+		c.e = engine.New(rdb, c.engineOptions(cfg))
+		c.obs.setNode(c.e)
 	}
 	return c
+}
+
+// NewRedlock returns a Client whose locks live on a quorum of independent
+// Redis nodes, as in the Redlock algorithm: a lock is obtained when a
+// majority (N/2+1) of the nodes granted it within its validity, and it is
+// lost when a majority no longer holds it. The nodes must not replicate one
+// another. The Client and its Locks work as with New: Obtain, TryObtain, Do,
+// Release, Refresh, TTL, auto-renew, Fence and the wake-ups: a waiter
+// listens on enough nodes to share one with any quorum that releases. Fair
+// mode (WithFair) needs a single deployment and is refused. Between
+// wake-ups, waiters retry after their Backoff's delays, which are random as
+// Redlock advises, so rivals fall out of step.
+//
+// Each round asks all nodes at once and waits for a node at most the node
+// timeout (WithNodeTimeout), so a slow or dead minority does not slow an
+// acquire down. An acquire is a plain SET NX on each node (pipelined with
+// the upkeep of its side key), which does not tell a waiter how long the
+// holder has left: between release messages it sleeps its Backoff's
+// delays. The fence
+// of a Redlock lock is handed out by the quorum at the first Lock.Fence, so
+// fences increase across holders whatever quorums they get. See
+// docs/safety.md for what Redlock assumes about clocks and restarts.
+//
+// As New does, NewRedlock adds a hook to each node's client, so that a
+// node that had not answered when a round ended is reported with the last
+// failure its client met, if any.
+//
+// NewRedlock returns an error wrapping ErrInvalidOption for an empty node
+// list or the same client twice, ErrNilClient for a nil one.
+func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("%w: NewRedlock needs at least one node", ErrInvalidOption)
+	}
+	cfg, err := newClientConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[redis.UniversalClient]bool{}
+	for i, rdb := range nodes {
+		if redisclient.IsNil(rdb) {
+			return nil, fmt.Errorf("%w: node %d of NewRedlock", ErrNilClient, i)
+		}
+		if seen[rdb] {
+			return nil, fmt.Errorf("%w: node %d of NewRedlock is given twice", ErrInvalidOption, i)
+		}
+		seen[rdb] = true
+	}
+	c := &Client{holder: engine.HolderSuffix(cfg.holderName), obs: newObservers(cfg.observers)}
+	c.e = engine.NewQuorum(nodes, c.engineOptions(cfg))
+	c.obs.setNode(c.e)
+	return c, nil
+}
+
+// engineOptions returns what the engine of a Client with cfg is told: its
+// Locks are made around its holdings, and the observers are its hooks.
+func (c *Client) engineOptions(cfg clientConfig) engine.Options {
+	o := engine.Options{Logger: cfg.logger, Ack: cfg.ack, NodeTimeout: cfg.nodeTimeout, NewHold: newHold}
+	if c.obs != nil {
+		o.Hooks = c.obs
+	}
+	return o
+}
+
+// newHold returns the holding inside a new Lock.
+func newHold() *engine.Hold {
+	l := new(Lock)
+	l.h.Owner = l
+	return &l.h
 }
 
 // Close waits for the Client's background work to finish, such as the
@@ -83,12 +125,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 // WithAutoRenew end with ErrLockLost. It does not release held locks (they
 // expire) and does not close the Redis client. Close always returns nil.
 func (c *Client) Close() error {
-	if c.own.Close() {
-		for _, s := range c.subs {
-			s.Close()
-		}
+	if c.e != nil {
+		c.e.Close()
 	}
-	c.own.Wait()
 	return nil
 }
 
@@ -97,10 +136,23 @@ func (c *Client) usable() error {
 	if c.err != nil {
 		return c.err
 	}
-	if c.own.Closed() {
-		return ErrClosed
+	return c.e.Usable()
+}
+
+// checkKey validates the name of a lock, on a Client that can work.
+func (c *Client) checkKey(key string) error {
+	if err := c.usable(); err != nil {
+		return err
 	}
-	return nil
+	return c.e.CheckKey(key)
+}
+
+// logger returns where the Client logs.
+func (c *Client) logger() *slog.Logger {
+	if c.e == nil {
+		return slog.Default()
+	}
+	return c.e.Logger()
 }
 
 // TryObtain makes one attempt to obtain the lock named key for ttl. When
@@ -115,30 +167,7 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 	if err != nil {
 		return nil, err
 	}
-	return c.acquire(ctx, lockKind, c.keys(key), ttl, nil, false, cfg)
-}
-
-// acquire obtains a hold of kind on the name keys[0], for every kind and
-// every entry point: waiting as Obtain does if wait (and not a Do with
-// WithoutWait),
-// else in one attempt as TryObtain. limit is a semaphore's, boxed.
-func (c *Client) acquire(ctx context.Context, kind *holdKind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, error) {
-	if c.obs != nil {
-		return c.observedObtain(ctx, kind, keys, ttl, limit, wait, cfg)
-	}
-	lock, _, err := c.acquireSeen(ctx, kind, keys, ttl, limit, wait, cfg)
-	return lock, err
-}
-
-// acquireSeen is acquire without the observer, and says what the wait saw.
-func (c *Client) acquireSeen(ctx context.Context, kind *holdKind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, waitSeen, error) {
-	if !wait || cfg.noWait {
-		lock, _, err := c.try(ctx, c.newAttempt(kind, keys, ttl, limit, cfg), cfg)
-		return lock, waitSeen{attempts: 1}, err
-	}
-	w := waiter{c: c, kind: kind, limit: limit, cfg: cfg, key: keys[0], keys: keys, ttl: ttl}
-	lock, err := w.obtain(ctx)
-	return lock, w.seen, err
+	return c.acquire(ctx, engine.KindLock, c.e.Keys(key), ttl, nil, false, cfg)
 }
 
 // Obtain obtains the lock named key for ttl, waiting while another holder
@@ -176,169 +205,58 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts
 	if err != nil {
 		return nil, err
 	}
-	return c.obtain(ctx, key, ttl, cfg)
+	return c.acquire(ctx, engine.KindLock, c.e.Keys(key), ttl, nil, true, cfg)
 }
 
-// obtain is Obtain with its options read.
-func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, cfg obtainConfig) (*Lock, error) {
-	return c.acquire(ctx, lockKind, c.keys(key), ttl, nil, true, cfg)
-}
-
-// check validates the arguments of an obtain.
+// check validates the arguments of an obtain on the name key and reads
+// its options.
 func (c *Client) check(key string, ttl time.Duration, opts []ObtainOption) (obtainConfig, error) {
-	if err := c.usable(); err != nil {
+	if err := c.checkKey(key); err != nil {
 		return obtainConfig{}, err
 	}
-	if key == "" {
-		return obtainConfig{}, fmt.Errorf("%w: empty key", ErrInvalidKey)
-	}
-	if err := checkTTL(ttl); err != nil {
+	if err := engine.CheckTTL(ttl); err != nil {
 		return obtainConfig{}, err
 	}
 	cfg, err := newObtainConfig(opts)
-	cfg.holderSuffix = c.holder
+	cfg.HolderSuffix = c.holder
 	if err == nil {
-		err = c.checkGuard(key, cfg)
-	}
-	if err == nil && cfg.fair && c.quorum != nil {
-		err = fmt.Errorf("%w: WithFair needs one Redis deployment; a Redlock quorum has no single queue", ErrInvalidOption)
+		err = c.e.CheckConfig(key, cfg.Config)
 	}
 	return cfg, err
 }
 
-func checkTTL(ttl time.Duration) error {
-	if ttl < time.Millisecond {
-		return fmt.Errorf("%w: %v is under the minimum of 1ms", ErrInvalidTTL, ttl)
-	}
-	return nil
-}
-
-// try makes one attempt, a. When another holder has the lock,
-// the error wraps ErrNotObtained, and the reply says what the holder has
-// left (value, negative if unknown) and in fair mode whether the caller is
-// first in the queue.
-func (c *Client) try(ctx context.Context, a attempt, cfg obtainConfig) (lock *Lock, r reply, err error) {
-	key := a.keys[0]
-	sent := time.Now()
-	o := a.op()
-	a.keyArgs = a.boxedKeys(o) // for the Lock's calls, and for the take-back
-	r, err = c.call(ctx, o)
-	if err != nil {
-		if replyLost(err) {
-			// The script may have run before the reply was lost.
-			c.releaseInBackground(a)
-		}
-		return nil, r, err
-	}
-	switch r.code {
-	case acquired:
-		lock, err = c.hold(a, r, sent, cfg)
-		return lock, r, err
-	case held:
-		holderTTL := time.Duration(r.value) * time.Millisecond
-		switch r.value {
-		case freeButQueued:
-			return nil, r, fmt.Errorf("%w: %s is free, but earlier waiters go first", ErrNotObtained, quoteKey(key))
-		case unknownTTL:
-			return nil, r, fmt.Errorf("%w: %s is held by another holder", ErrNotObtained, quoteKey(key))
-		}
-		return nil, r, fmt.Errorf("%w: %s is held by another holder%s", ErrNotObtained, quoteKey(key), expiresIn(holderTTL))
-	case wrongType:
-		return nil, r, a.kind.wrongTypeError(key)
-	case guarded:
-		return nil, r, &door.GuardError{Key: a.keys[len(a.keys)-1], Value: r.token}
-	case limitMismatch:
-		return nil, r, fmt.Errorf("%w: %s: its permits were taken with a limit of %d, not %v", ErrLimitMismatch, quoteKey(key), r.value, a.limit)
-	}
-	return nil, r, fmt.Errorf("dlock: acquire %s: unexpected reply code %d", quoteKey(key), r.code)
-}
-
-// hold returns the Lock that the acquire a, sent at sent, obtained with the
-// reply r, renewed if cfg says so.
-func (c *Client) hold(a attempt, r reply, sent time.Time, cfg obtainConfig) (*Lock, error) {
-	lock := c.newLock(a, r.value, sent)
-	lock.raise = r.raise
-	lock.renewed, lock.record = cfg.autoRenew, cfg.record
-	lock.stragglers = r.stragglers
+// acquire obtains a hold of kind on the name keys[0], for every kind and
+// every entry point: waiting as Obtain does if wait (and not a Do with
+// WithoutWait), else in one attempt as TryObtain. limit is a semaphore's,
+// boxed.
+func (c *Client) acquire(ctx context.Context, kind *engine.Kind, keys []string, ttl time.Duration, limit any, wait bool, cfg obtainConfig) (*Lock, error) {
 	if c.obs != nil {
-		c.observeHold(lock)
+		return c.observedObtain(ctx, kind, keys, ttl, limit, wait, cfg)
 	}
-	if cfg.autoRenew && !c.renewer.Add((*renewedLock)(lock)) {
-		return nil, ErrClosed // closed meanwhile; the lock expires
-	}
-	return lock, nil
+	h, _, err := c.e.Acquire(ctx, kind, keys, ttl, limit, wait, cfg.Config)
+	return lockOf(h), err
 }
 
-func expiresIn(d time.Duration) string {
-	if d < 0 {
-		return " with no expiry"
-	}
-	return " for " + d.String() + " more"
-}
-
-// replyLost reports whether err leaves unknown whether a script ran: Redis
-// failed to answer (a network error, a timeout). It is false when the
-// context ended first, after which call itself cleans up, and when the
-// command never left the client: no connection could be had.
-func replyLost(err error) bool {
-	var nodeErr *NodeError
-	var noAnswer *noAnswerError
-	var netErr *net.OpError
-	var quorumErr *QuorumError
-	switch {
-	case !errors.As(err, &nodeErr), errors.As(err, &noAnswer), errors.As(err, &quorumErr):
-		return false // a quorum cleans up after itself
-	case errors.As(err, &netErr) && netErr.Op == "dial",
-		errors.Is(err, redis.ErrClosed),
-		errors.Is(err, redis.ErrPoolTimeout),
-		errors.Is(err, redis.ErrPoolExhausted):
-		return false // never sent
-	}
-	return true
-}
-
-// releaseInBackground runs releaseLate in a goroutine the Client tracks.
-func (c *Client) releaseInBackground(acquire attempt) {
-	c.own.Go(func() { c.releaseLate(acquire) })
-}
-
-// releaseLate releases a lock whose acquire may have landed although its
-// caller did not get it (the reply was lost, or the caller's context ended
-// first), a lost lock that Redis may still hold, or a fair waiter's place.
-// It runs in a goroutine the Client tracks. The release only deletes the
-// key if it still holds token, so it never touches anyone else's lock.
-// Trying for longer than the lock lives is pointless, so its ttl bounds it.
-// acquire is the acquire to undo.
+// WaitRelease waits until the holder of the lock named key, as it is when
+// WaitRelease is called, holds it no more, without taking it: it returns
+// nil once that holder released it, or its lock expired or was deleted (at
+// once if the lock is free), also if another holder has taken it since. It
+// returns an error when ctx ends first (wrapping the context's error) or
+// Redis fails.
 //
-// A record's acquire (AsRecord) is not undone: its caller was told that the
-// outcome is unknown (ErrOutcomeUnknown), and a record that landed is what
-// it asked for (a job's done record, say): deleting it would undo finished
-// work. It expires with its ttl.
-func (c *Client) releaseLate(acquire attempt) {
-	if acquire.record {
-		return
+// It is woken by the release, as Obtain is, on the Client's Pub/Sub
+// connection (on a channel of its own, which the release tells after it
+// passed the lock on: waiters do not hear it), and looks at the lock again
+// then (one round trip, as Inspect), and when the holder's ttl runs out; it
+// does not poll. A holder whose ACL forbids it to publish on that channel
+// releases without telling it. A holder
+// that releases without telling, such as a plain DEL from another library,
+// is seen when its ttl would have run out. Another caller may take the
+// lock as soon as it is free: WaitRelease says it was free, not that it
+// still is.
+func (c *Client) WaitRelease(ctx context.Context, key string) error {
+	if err := c.usable(); err != nil {
+		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), acquire.ttl)
-	defer cancel()
-	if _, err := c.run(ctx, acquire.undo(false)); err != nil {
-		c.logger.Warn("dlock: could not release a lock in the background; it expires by itself",
-			"key", quoteKey(acquire.keys[0]), "ttl", acquire.ttl, "error", err)
-	}
-}
-
-// newToken returns 128 random bits from crypto/rand, URL-safe base64.
-func newToken() string { return newTokenWith("", "") }
-
-// newTokenWith returns newToken followed by a and b, in one allocation.
-func newTokenWith(a, b string) string {
-	var random [16]byte
-	_, _ = rand.Read(random[:]) // never fails: it crashes the program instead
-	var encoded [randomTokenLen]byte
-	base64.RawURLEncoding.Encode(encoded[:], random[:])
-	var t strings.Builder
-	t.Grow(randomTokenLen + len(a) + len(b))
-	t.Write(encoded[:])
-	t.WriteString(a)
-	t.WriteString(b)
-	return t.String()
+	return c.e.WaitRelease(ctx, key, "", defaultBackoff)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/engine"
 )
 
 // Do obtains the lock named key for ttl, runs fn while holding it, and
@@ -35,16 +37,18 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 		return err
 	}
 	if c.obs != nil {
-		ctx = c.startDo(ctx, lockKind, key)
-		defer c.observeDo(ctx, lockKind, key, time.Now(), &err)
+		ctx = c.startDo(ctx, engine.KindLock, key)
+		defer c.observeDo(ctx, engine.KindLock, key, time.Now(), &err)
 	}
-	return c.holdWhile(ctx, cfg, fn, func() (*Lock, error) { return c.obtain(ctx, key, ttl, cfg) })
+	return c.holdWhile(ctx, cfg, fn, func() (*Lock, error) {
+		return c.acquire(ctx, engine.KindLock, c.e.Keys(key), ttl, nil, true, cfg)
+	})
 }
 
 // holdWhile obtains a Lock with obtain and runs fn while it holds it, as
 // Do says, for every kind of hold.
 func (c *Client) holdWhile(ctx context.Context, cfg obtainConfig, fn func(ctx context.Context) error, obtain func() (*Lock, error)) (err error) {
-	if cfg.record {
+	if cfg.Record {
 		return errRecordInDo
 	}
 	lock, err := obtain()
@@ -53,7 +57,7 @@ func (c *Client) holdWhile(ctx context.Context, cfg obtainConfig, fn func(ctx co
 	}
 	keepUntil := time.Now().Add(cfg.minHold)
 	work, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, lock))
-	stop := context.AfterFunc(lock.lifetime(), func() { cancel(lock.Err()) })
+	stop := context.AfterFunc(lock.h.Lifetime(), func() { cancel(lock.Err()) })
 	defer func() {
 		stop()
 		cancel(nil)
@@ -81,7 +85,7 @@ func (l *Lock) finish(ctx context.Context, keepUntil time.Time) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.currentTTL())
+	ctx, cancel := context.WithTimeout(ctx, l.h.CurrentTTL())
 	defer cancel()
 	err := l.ReleaseAfter(ctx, time.Until(keepUntil))
 	if errors.Is(err, ErrNotHeld) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/internal/door"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // This declaration fills internal/door, the root's door for its sibling packages
@@ -32,11 +33,14 @@ var _ = door.Lend(door.Lent{
 		if fingerprint == "" {
 			return fmt.Errorf("%w: WaitReleaseOf needs a holder's fingerprint", ErrInvalidOption)
 		}
-		return c.waitRelease(ctx, key, fingerprint)
+		if err := c.usable(); err != nil {
+			return err
+		}
+		return c.e.WaitRelease(ctx, key, fingerprint, defaultBackoff)
 	},
 	Logger: func(client any) *slog.Logger {
 		if c, ok := client.(*Client); ok && c != nil {
-			return c.logger
+			return c.logger()
 		}
 		return slog.Default()
 	},
@@ -47,9 +51,19 @@ var _ = door.Lend(door.Lent{
 			return door.Deployment{Err: fmt.Errorf("%w: a %T, not a *dlock.Client", ErrInvalidOption, client)}
 		case c.err != nil:
 			return door.Deployment{Err: c.err}
-		case c.quorum != nil:
+		case c.e.Redlock():
 			return door.Deployment{Redlock: true}
 		}
-		return door.Deployment{Redis: c.node.rdb}
+		return door.Deployment{Redis: c.e.Redis()}
 	},
 })
+
+// releaseStoring is door.ReleaseStoring: a Release that also stores value
+// under key, in the same step.
+func (l *Lock) releaseStoring(ctx context.Context, key string, value []byte, ttl time.Duration) (err error) {
+	if l.obs != nil {
+		ctx = l.startCall(ctx, observe.EventRelease)
+		defer l.observeRelease(ctx, time.Now(), &err)
+	}
+	return l.h.ReleaseStoring(ctx, key, value, ttl)
+}

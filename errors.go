@@ -2,8 +2,8 @@ package dlock
 
 import (
 	"errors"
-	"fmt"
-	"strconv"
+
+	"github.com/dlock-go/dlock/internal/engine"
 )
 
 // Errors returned by this package. They are wrapped with the key and, for
@@ -11,31 +11,31 @@ import (
 var (
 	// ErrNotObtained means another holder has the lock. Obtain returns it,
 	// joined with the context's error, when the context ends while it waits.
-	ErrNotObtained = errors.New("dlock: not obtained")
+	ErrNotObtained = engine.ErrNotObtained
 
 	// ErrNotHeld means the lock is no longer ours: it expired, was released,
 	// or was deleted or taken over by someone else. Release and Refresh
 	// return it and leave the key untouched.
-	ErrNotHeld = errors.New("dlock: not held")
+	ErrNotHeld = engine.ErrNotHeld
 
 	// ErrInvalidKey means the key is empty.
-	ErrInvalidKey = errors.New("dlock: invalid key")
+	ErrInvalidKey = engine.ErrInvalidKey
 
 	// ErrInvalidTTL means a time to live under one millisecond, the
 	// resolution of Redis expiry.
-	ErrInvalidTTL = errors.New("dlock: invalid ttl")
+	ErrInvalidTTL = engine.ErrInvalidTTL
 
 	// ErrWrongType means the key exists but holds something else than the
 	// kind of hold asked for: a value of another Redis type (a hash, a
 	// list, ...), or another kind of hold under the same name (a lock, a
 	// semaphore, an RW lock). Nothing was changed.
-	ErrWrongType = errors.New("dlock: key holds another type")
+	ErrWrongType = engine.ErrWrongType
 
 	// ErrLimitMismatch means a semaphore's permits are held with another
 	// limit than the one asked for: Clients that share a semaphore must
 	// agree on its limit. Once every permit is released or expired, the
 	// next acquire sets the limit anew.
-	ErrLimitMismatch = errors.New("dlock: semaphore limit mismatch")
+	ErrLimitMismatch = engine.ErrLimitMismatch
 
 	// ErrNilClient means New was given a nil Redis client.
 	ErrNilClient = errors.New("dlock: nil redis client")
@@ -45,24 +45,24 @@ var (
 	ErrNilFunc = errors.New("dlock: do: nil function")
 
 	// ErrInvalidOption means an option was given a value it cannot use.
-	ErrInvalidOption = errors.New("dlock: invalid option")
+	ErrInvalidOption = engine.ErrInvalidOption
 
 	// ErrClosed means the Client was closed.
-	ErrClosed = errors.New("dlock: client closed")
+	ErrClosed = engine.ErrClosed
 
 	// ErrLockLost means a lock stopped being ours while we held it: a
 	// refresh found it gone or taken, or its validity (Lock.Until) ran out
 	// before a refresh got through. Lock.Err returns it once Lock.Done is
 	// closed, and it is the cause of the context Client.Do gives its
 	// function.
-	ErrLockLost = errors.New("dlock: lock lost")
+	ErrLockLost = engine.ErrLockLost
 
 	// ErrNotReplicated means fewer replicas than WithReplicaAck asks for
 	// acknowledged an acquire in time. The lock was released again.
-	ErrNotReplicated = errors.New("dlock: not acknowledged by enough replicas")
+	ErrNotReplicated = engine.ErrNotReplicated
 
 	// ErrReleased is what Lock.Err returns after Release released the lock.
-	ErrReleased = errors.New("dlock: lock released")
+	ErrReleased = engine.ErrReleased
 
 	// ErrOutcomeUnknown means a call went to Redis but its answer did not
 	// come back: the context ended first (the call goes on in the
@@ -75,37 +75,27 @@ var (
 	// finds the first one released the lock returns ErrNotHeld, and Err
 	// then wraps ErrReleased). Every error that matches it also matches
 	// the failure or the context's error.
-	ErrOutcomeUnknown = errors.New("dlock: outcome unknown")
+	ErrOutcomeUnknown = engine.ErrOutcomeUnknown
 )
 
 // NodeError is a failure to talk to one Redis deployment: a network error,
 // a timeout, or an error reply. Err is what the client returned.
-type NodeError struct {
-	Node string // the address of the node, or a description of the deployment
-	Op   string // "acquire", "release", "refresh", "ttl", "inspect", "force-release", "scan", "check"
-	Key  string // the lock key, the pattern of a scan, or "" for a check
-	Err  error
-}
+//
+// Its fields: Node, the address of the node or a description of the
+// deployment; Op, the operation ("acquire", "release", "refresh", "ttl",
+// "inspect", "force-release", "scan", "check"); Key, the lock key, the
+// pattern of a scan, or "" for a check; Err, what the Redis client
+// returned. Error describes them, and Unwrap returns Err.
+type NodeError = engine.NodeError
 
-// Error describes the failed operation, the key if any, and the node.
-func (e *NodeError) Error() string {
-	if e.Key == "" {
-		return fmt.Sprintf("dlock: %s on %s: %v", e.Op, e.Node, e.Err)
-	}
-	return fmt.Sprintf("dlock: %s %s on %s: %v", e.Op, quoteKey(e.Key), e.Node, e.Err)
-}
-
-// Unwrap returns the underlying error.
-func (e *NodeError) Unwrap() error { return e.Err }
-
-// maxQuotedKey is how much of a key error messages show.
-const maxQuotedKey = 64
-
-// quoteKey quotes a key for an error message, shortened if it is long, so a
-// one-megabyte key does not become a one-megabyte message.
-func quoteKey(key string) string {
-	if len(key) <= maxQuotedKey {
-		return strconv.Quote(key)
-	}
-	return strconv.Quote(key[:maxQuotedKey]) + "... (" + strconv.Itoa(len(key)) + " bytes)"
-}
+// QuorumError is the failure of a Redlock operation that did not get a
+// quorum of answers: it says how the nodes voted, and holds each node's
+// error (NodeError) for errors.Is and errors.As. An acquire that found the
+// lock held is ErrNotObtained as long as the nodes that failed leave room
+// for a quorum (at most N-Q of them); with more failed, it is a
+// QuorumError, whatever the others said.
+//
+// Its fields: Op and Key as in NodeError; Nodes, how many nodes there
+// are; Quorum, how many must agree; Granted, how many did (refresh only);
+// Errs, the errors of the nodes that failed, which Unwrap returns.
+type QuorumError = engine.QuorumError

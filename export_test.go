@@ -1,4 +1,6 @@
 package dlock
 
-// fairLease for the external tests, which check the bounds it sets.
-const FairLease = fairLease
+import "github.com/dlock-go/dlock/internal/engine"
+
+// FairLease for the external tests, which check the bounds it sets.
+const FairLease = engine.FairLease

@@ -2,19 +2,11 @@ package dlock
 
 import (
 	"context"
-	"crypto/sha1" //nolint:gosec // matches Lua's redis.sha1hex; see sha1Hex
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"iter"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/dlock-go/dlock/internal/slot"
+	"github.com/dlock-go/dlock/internal/engine"
 )
 
 // LockInfo is what Redis holds for a lock key at one moment, whoever holds
@@ -83,6 +75,10 @@ type LockInfo struct {
 	Holders []HolderInfo
 }
 
+// Value returns the value the holder's lock carries (see WithValue), or ""
+// if it carries none or was not taken by dlock.
+func (i LockInfo) Value() string { return i.value }
+
 // HolderInfo is one holder of a semaphore or an RW lock, in LockInfo.
 type HolderInfo struct {
 	// Mode is "permit" for a semaphore, "read" or "write" for an RW lock.
@@ -116,53 +112,36 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	if err := c.checkKey(key); err != nil {
 		return LockInfo{}, err
 	}
-	r, err := c.call(ctx, inspectOp(key))
-	switch {
-	case err != nil:
+	in, err := c.e.Inspect(ctx, key)
+	if err != nil {
 		return LockInfo{}, err
-	case r.code == stateWrongType:
-		return LockInfo{}, fmt.Errorf("%w: %s exists and is no lock, semaphore or RW lock", ErrWrongType, quoteKey(key))
 	}
-	info := LockInfo{Key: key, Held: r.code == stateHeld, Fingerprint: fingerprint(r.token), Fence: r.fence, Waiters: int(r.waiters)}
-	if info.Held && r.holders == nil {
-		info.seen = []string{sha1Hex(r.token)}
+	info := LockInfo{Key: key, Held: in.Held, Fingerprint: engine.Fingerprint(in.Token), Fence: in.Fence, Waiters: int(in.Waiters), seen: in.Seen}
+	if !info.Held {
+		return info, nil
 	}
-	if info.Held {
-		info.HolderName, info.value = splitToken(r.token)
-		info.Since = sinceFence(r.fence)
-		info.TTL = pttlDuration(r.value)
-		info.Kind, info.Limit = "lock", int(r.limit)
-		if r.holders != nil {
-			info.Kind = r.kind
-			info.Holders = make([]HolderInfo, len(r.holders))
-			for i, h := range r.holders {
-				name, value := splitToken(h.token)
-				info.Holders[i] = HolderInfo{Mode: h.mode, Fingerprint: fingerprint(h.token), TTL: pttlDuration(h.pttl), Fence: h.fence,
-					HolderName: name, Since: sinceFence(h.fence), value: value}
-				info.seen = append(info.seen, sha1Hex(holderClass[h.mode]+h.token))
-			}
-			if len(info.Holders) > 0 { // the first to expire, as TTL and Fingerprint
-				info.Since = info.Holders[0].Since
-			}
-		}
+	info.HolderName, info.value = engine.SplitToken(in.Token)
+	info.Since = sinceFence(in.Fence)
+	info.TTL = pttlDuration(in.PTTL)
+	info.Kind, info.Limit = "lock", int(in.Limit)
+	if in.Holders == nil {
+		return info, nil
+	}
+	info.Kind = in.Kind
+	info.Holders = make([]HolderInfo, len(in.Holders))
+	for i, h := range in.Holders {
+		name, value := engine.SplitToken(h.Token)
+		info.Holders[i] = HolderInfo{Mode: h.Mode, Fingerprint: engine.Fingerprint(h.Token), TTL: pttlDuration(h.PTTL), Fence: h.Fence,
+			HolderName: name, Since: sinceFence(h.Fence), value: value}
+	}
+	if len(info.Holders) > 0 { // the first to expire, as TTL and Fingerprint
+		info.Since = info.Holders[0].Since
 	}
 	return info, nil
 }
 
-// sha1Hex returns the SHA-1 of s in hex, as Lua's redis.sha1hex does: how
-// ForceReleaseHolder names what it saw without keeping a token. SHA-1 is
-// no weakness here: a token is 128 random bits, which no digest gives back.
-func sha1Hex(s string) string {
-	sum := sha1.Sum([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
-
-// holderClass is the class that starts the name of a shared hold's holder
-// in its sorted set, by the mode inspect.lua reports (see kind.go).
-var holderClass = map[string]string{"permit": "s", "read": "r", "write": "w"}
-
-// pttlDuration returns a PTTL in milliseconds as a Duration: -1 (one
-// nanosecond under zero) for no expiry, as go-redis does.
+// pttlDuration is a PTTL in milliseconds as a Duration: -1 (one nanosecond
+// under zero) for none, as go-redis does.
 func pttlDuration(ms int64) time.Duration {
 	if ms < 0 {
 		return -1
@@ -170,21 +149,15 @@ func pttlDuration(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// Fingerprint returns this holder's fingerprint: what LockInfo.Fingerprint
-// shows, in Inspect, Scan and the CLI's status and list, while the lock is
-// ours. It is no secret, unlike Token: log it, to match a holder to what an
-// operator sees.
-func (l *Lock) Fingerprint() string { return fingerprint(l.token) }
-
-// fingerprint returns the first 8 hex digits of the SHA-256 of token, or ""
-// for "". 32 bits tell the holders of a key apart, and reveal nothing of
-// the token.
-func fingerprint(token string) string {
-	if token == "" {
-		return ""
+// sinceFence returns when a holding whose fence is fence was obtained, by
+// the server's clock: a fence is at least the server's time in
+// microseconds at the acquire (see acquire.lua), and only a burst of
+// millions of acquires a second puts it ahead. Zero when unknown.
+func sinceFence(fence int64) time.Time {
+	if fence <= 0 {
+		return time.Time{}
 	}
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:4])
+	return time.UnixMicro(fence)
 }
 
 // ForceRelease deletes the lock named key whoever holds it, and tells
@@ -227,30 +200,10 @@ func (c *Client) ForceReleaseHolder(ctx context.Context, info LockInfo) (bool, e
 		return false, nil
 	}
 	if len(info.seen) == 0 {
-		return false, fmt.Errorf("%w: ForceReleaseHolder of %s: a LockInfo that Inspect or Scan did not return", ErrInvalidOption, quoteKey(info.Key))
+		return false, fmt.Errorf("%w: ForceReleaseHolder of %s: a LockInfo that Inspect or Scan did not return", ErrInvalidOption, engine.QuoteKey(info.Key))
 	}
-	r, err := c.call(ctx, forceReleaseOp(info.Key, newToken(), info.seen))
-	switch {
-	case err != nil:
-		return false, err
-	case r.code == stateWrongType:
-		return false, fmt.Errorf("%w: %s exists and is no lock, semaphore or RW lock", ErrWrongType, quoteKey(info.Key))
-	}
-	return r.code == ours, nil
+	return c.e.ForceRelease(ctx, info.Key, info.seen)
 }
-
-func (c *Client) checkKey(key string) error {
-	if err := c.usable(); err != nil {
-		return err
-	}
-	if key == "" {
-		return fmt.Errorf("%w: empty key", ErrInvalidKey)
-	}
-	return nil
-}
-
-// scanCount is how many keys one SCAN call asks a server to look at.
-const scanCount = 500
 
 // Scan lists the locks held now whose names match pattern, on every primary
 // of a Cluster, and on every node of a Redlock (each lock once). The pattern
@@ -267,182 +220,41 @@ func (c *Client) Scan(ctx context.Context, pattern string) iter.Seq2[LockInfo, e
 			yield(LockInfo{}, err)
 			return
 		}
-		var seen map[string]bool // of a Redlock, whose nodes hold the same keys
-		if len(c.nodes) > 1 {
-			seen = map[string]bool{}
-		}
-		for _, n := range c.nodes {
-			shards, err := bounded(ctx, c, n, "scan", pattern, n.shards, nil)
+		for key, err := range c.e.ScanKeys(ctx, pattern) {
 			if err != nil {
-				yield(LockInfo{}, n.wrap("scan", pattern, err))
+				yield(LockInfo{}, err)
 				return
 			}
-			for _, shard := range shards {
-				if !c.scanShard(ctx, n, shard, pattern, seen, yield) {
-					return
-				}
-			}
-		}
-	}
-}
-
-// scanShard scans one server; it returns false when the iteration must stop.
-func (c *Client) scanShard(ctx context.Context, n *node, shard redis.Cmdable, pattern string, seen map[string]bool, yield func(LockInfo, error) bool) bool {
-	var cursor uint64
-	for {
-		type page struct {
-			keys []string
-			next uint64
-		}
-		p, err := bounded(ctx, c, n, "scan", pattern, func(ctx context.Context) (page, error) {
-			keys, next, err := shard.Scan(ctx, cursor, "dlock:"+fenceKind+"*", scanCount).Result()
-			return page{keys, next}, err
-		}, nil)
-		if err != nil {
-			return yield(LockInfo{}, n.wrap("scan", pattern, err))
-		}
-		for _, side := range p.keys {
-			key, ok := lockKeyOf(fenceKind, side)
-			if !ok || !matchPattern(pattern, key) || seen[key] {
-				continue
-			}
-			if seen != nil {
-				seen[key] = true
-			}
 			info, err := c.Inspect(ctx, key)
-			if err != nil || !info.Held {
-				if err == nil {
-					continue // released or expired since
-				}
-				return yield(LockInfo{}, err)
+			if err == nil && !info.Held {
+				continue // released or expired since
 			}
-			if !yield(info, nil) {
-				return false
+			if !yield(info, err) || err != nil {
+				return
 			}
 		}
-		if p.next == 0 {
-			return true
-		}
-		cursor = p.next
 	}
 }
 
-// shards returns the servers to SCAN: every primary of a Cluster, every
-// shard of a Ring, or the one server.
-func (n *node) shards(ctx context.Context) ([]redis.Cmdable, error) {
-	var mu sync.Mutex
-	var shards []redis.Cmdable
-	collect := func(_ context.Context, shard *redis.Client) error {
-		mu.Lock()
-		defer mu.Unlock()
-		shards = append(shards, shard)
-		return nil
+// CheckDeployment asks each Redis server behind the Client (every primary of
+// a Cluster) for settings that silently weaken locks, and returns a warning
+// for each one it finds, also logged through the Client's logger:
+//
+//   - an eviction policy other than noeviction with a memory limit: every
+//     lock key has an expiry, so volatile-* and allkeys-* policies may
+//     evict a held lock under memory pressure;
+//   - no append-only file: a restart loses every lock, so another client can
+//     take a lock its holder still believes it has, unless restarts are
+//     delayed by more than the longest ttl;
+//   - an append-only file not synced on every write (appendfsync other than
+//     always): a crash can lose the locks of the last second.
+//
+// Call it once at start-up. A server whose ACL refuses CONFIG GET is not
+// checked, and is no error: CheckDeployment says nothing it does not know.
+// It returns an error only if a server cannot be reached.
+func (c *Client) CheckDeployment(ctx context.Context) ([]string, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
 	}
-	var err error
-	switch c := n.rdb.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, collect)
-	case *redis.Ring:
-		err = c.ForEachShard(ctx, collect)
-	default:
-		shards = append(shards, n.rdb)
-	}
-	return shards, err
-}
-
-// lockKeyOf returns the lock key whose side key of the given kind is side:
-// the inverse of sideKey.
-func lockKeyOf(kind, side string) (string, bool) {
-	rest, ok := strings.CutPrefix(side, "dlock:"+kind)
-	if !ok || rest == "" {
-		return "", false
-	}
-	switch rest[0] {
-	case ':': // the key has a hash tag
-		key := rest[1:]
-		return key, slot.HasTag(key)
-	case '{': // the key is the tag
-		key, ok := strings.CutSuffix(rest[1:], "}")
-		return key, ok && key != "" && !strings.Contains(key, "}")
-	case '#': // a slot tag, then the key
-		if !strings.HasPrefix(rest, "#{") {
-			return "", false
-		}
-		_, key, ok := strings.Cut(rest, "}")
-		return key, ok && sideKey(kind, key) == side
-	}
-	return "", false
-}
-
-// inspectOp returns the inspection of the lock, semaphore or RW lock named
-// key (see inspect.lua).
-func inspectOp(key string) op {
-	return op{name: "inspect", keys: holdKeys(key), decode: decodeInspect, onQuorum: (*quorum).inspect}.withScript(inspectScript, nil)
-}
-
-// forcedKind is the side key that force_release.lua marks a deletion in,
-// so that a copy of the call sent again knows of it.
-const forcedKind = "forced"
-
-// forceReleaseOp returns the force release of the holdings seen on key
-// (LockInfo.seen: the SHA-1 of a lock's token, or of the names of a shared
-// hold's holders), by the call id.
-func forceReleaseOp(key, id string, seen []string) op {
-	args := make([]any, 0, 1+len(seen))
-	args = append(args, id)
-	for _, v := range seen {
-		args = append(args, v)
-	}
-	keys := append(holdKeys(key), sideKey(forcedKind, key))
-	return op{name: "force-release", keys: keys, onQuorum: (*quorum).forceRelease}.withScript(forceReleaseScript, nil, args...)
-}
-
-// decodeInspect reads inspect.lua's reply: {state, token, pttl, fence,
-// waiters}, and for a shared hold also {kind, limit, holders}, holders
-// flat as mode, name, pttl, fence for each.
-func decodeInspect(v any) (reply, bool) {
-	a, ok := v.([]any)
-	if !ok || len(a) != 5 && len(a) != 8 {
-		return reply{}, false
-	}
-	state, ok1 := a[0].(int64)
-	token, ok2 := a[1].(string)
-	pttl, ok3 := a[2].(int64)
-	fence, ok4 := a[3].(string)
-	waiters, ok5 := a[4].(int64)
-	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
-		return reply{}, false
-	}
-	r := reply{code: state, value: pttl, token: token, waiters: waiters}
-	if fence != "" {
-		var err error
-		fence, r.fenceTag, _ = strings.Cut(fence, ":") // a Redlock holder's tag (raise_fence.lua)
-		if r.fence, err = strconv.ParseInt(fence, 10, 64); err != nil {
-			return reply{}, false
-		}
-	}
-	if len(a) == 5 {
-		return r, true
-	}
-	kind, ok1 := a[5].(string)
-	limit, ok2 := a[6].(int64)
-	flat, ok3 := a[7].([]any)
-	if !ok1 || !ok2 || !ok3 || len(flat)%4 != 0 {
-		return reply{}, false
-	}
-	r.kind, r.limit, r.holders = kind, limit, make([]holderReply, 0, len(flat)/4)
-	if r.token != "" {
-		r.token = r.token[1:] // a holder's name: its class, then its token
-	}
-	for i := 0; i < len(flat); i += 4 {
-		mode, ok1 := flat[i].(string)
-		name, ok2 := flat[i+1].(string)
-		pttl, ok3 := flat[i+2].(int64)
-		fence, ok4 := flat[i+3].(int64)
-		if !ok1 || !ok2 || !ok3 || !ok4 || name == "" {
-			return reply{}, false
-		}
-		r.holders = append(r.holders, holderReply{mode: mode, token: name[1:], pttl: pttl, fence: fence})
-	}
-	return r, true
+	return c.e.CheckDeployment(ctx)
 }

@@ -3,8 +3,12 @@ package dlock
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/engine"
 	"github.com/dlock-go/dlock/observe"
 )
 
@@ -15,15 +19,9 @@ type clientConfig struct {
 	holderName  string
 	logger      *slog.Logger
 	nodeTimeout time.Duration
-	ack         replicaAck
+	ack         engine.ReplicaAck
 	observers   []observe.Observer // WithObserver
 	err         error
-}
-
-// replicaAck is what WithReplicaAck asks for; replicas 0 means nothing.
-type replicaAck struct {
-	replicas int
-	timeout  time.Duration
 }
 
 func newClientConfig(opts []Option) (clientConfig, error) {
@@ -58,7 +56,7 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 			c.err = fmt.Errorf("%w: WithReplicaAck(%d, %v): want at least one replica and a timeout of at least 1ms", ErrInvalidOption, replicas, timeout)
 			return
 		}
-		c.ack = replicaAck{replicas: replicas, timeout: timeout}
+		c.ack = engine.ReplicaAck{Replicas: replicas, Timeout: timeout}
 	}
 }
 
@@ -112,17 +110,9 @@ func (o ObtainOption) applyDo(c *obtainConfig) {
 }
 
 type obtainConfig struct {
-	backoff   Backoff
-	autoRenew bool
-	fair      bool
-	noWait    bool          // WithoutWait
-	guard     string        // WithGuard
-	minHold   time.Duration // WithMinHold; Do only
-	record    bool          // AsRecord
-	// WithValue: what follows the random part of every token (value.go)
-	valueSuffix  string
-	holderSuffix string // the Client's (see WithHolderName)
-	err          error
+	engine.Config
+	minHold time.Duration // WithMinHold; Do only
+	err     error
 }
 
 // WithAutoRenew turns automatic renewal on or off. A renewed lock is
@@ -134,7 +124,7 @@ type obtainConfig struct {
 // Client is closed. The default is off for Obtain and TryObtain, on for
 // Client.Do.
 func WithAutoRenew(on bool) ObtainOption {
-	return func(c *obtainConfig) { c.autoRenew = on }
+	return func(c *obtainConfig) { c.AutoRenew = on }
 }
 
 // WithBackoff sets how long Obtain sleeps between attempts while another
@@ -154,7 +144,7 @@ func WithBackoff(b Backoff) ObtainOption {
 				return
 			}
 		}
-		c.backoff = b
+		c.Backoff = b
 	}
 }
 
@@ -181,7 +171,7 @@ func WithBackoff(b Backoff) ObtainOption {
 // methods, which guard work, AsRecord is an error wrapping
 // ErrInvalidOption. The default is a lock.
 func AsRecord() ObtainOption {
-	return func(c *obtainConfig) { c.record = true }
+	return func(c *obtainConfig) { c.Record = true }
 }
 
 var errRenewedRecord = fmt.Errorf("%w: AsRecord with auto-renew (WithAutoRenew(true), or a Do method): nothing renews a record", ErrInvalidOption)
@@ -218,30 +208,17 @@ var errRecordInDo = fmt.Errorf("%w: AsRecord is for Obtain, TryObtain and the Ac
 // TryObtain with WithFair takes the lock only if nobody waits in the queue
 // for it, and does not join the queue.
 func WithFair() ObtainOption {
-	return func(c *obtainConfig) { c.fair = true }
+	return func(c *obtainConfig) { c.Fair = true }
 }
-
-// fairLease is how long a fair waiter keeps its place in the queue without
-// renewing it. Obtain renews it every fairLease/3 while it waits.
-const fairLease = 2 * time.Second
 
 // defaultBackoff is immutable and safe to share.
 var defaultBackoff = ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
 
-// keys returns the KEYS of the scripts on the lock named key: a Redlock
-// node has no queue of waiters.
-func (c *Client) keys(key string) []string {
-	if c.quorum != nil {
-		return lockKeys(key)
-	}
-	return queueKeys(key)
-}
-
 func newObtainConfig(opts []ObtainOption) (obtainConfig, error) {
 	if len(opts) == 0 { // the common case, without the allocation below
-		return obtainConfig{backoff: defaultBackoff}, nil
+		return obtainConfig{Config: engine.Config{Backoff: defaultBackoff}}, nil
 	}
-	cfg := obtainConfig{backoff: defaultBackoff}
+	cfg := obtainConfig{Config: engine.Config{Backoff: defaultBackoff}}
 	for _, opt := range opts {
 		if opt == nil {
 			return cfg, fmt.Errorf("%w: nil ObtainOption", ErrInvalidOption)
@@ -251,21 +228,134 @@ func newObtainConfig(opts []ObtainOption) (obtainConfig, error) {
 			return cfg, cfg.err
 		}
 	}
-	if cfg.record && cfg.autoRenew {
+	if cfg.Record && cfg.AutoRenew {
 		return cfg, errRenewedRecord
 	}
 	return cfg, nil
 }
 
-// Validity of a lock, as in the Redlock algorithm: a lock obtained with ttl is
-// trusted until sent + ttl - drift, where sent is when the acquire was sent
-// and drift = ttl/driftFactor + minDrift covers clock drift between the
-// client and Redis and the time Redis takes to act.
-const (
-	driftFactor = 100                  // drift is one percent of the ttl ...
-	minDrift    = 2 * time.Millisecond // ... plus two milliseconds
-)
+// DoOption configures one call of a Do method (Client.Do, Semaphore.Do,
+// RWMutex.Do and RDo): any ObtainOption, or one that only Do takes
+// (WithoutWait, WithMinHold). The latter are not ObtainOptions, so that
+// Obtain(ctx, key, ttl, WithMinHold(d)) does not compile.
+type DoOption interface {
+	applyDo(*obtainConfig)
+}
 
-func drift(ttl time.Duration) time.Duration {
-	return ttl/driftFactor + minDrift
+// doOnly is a DoOption that is not an ObtainOption.
+type doOnly func(*obtainConfig)
+
+func (o doOnly) applyDo(c *obtainConfig) { o(c) }
+
+// WithoutWait makes a Do method make one attempt, as TryObtain does: when
+// another holder has the lock, the error wraps ErrNotObtained at once, and
+// the function does not run. Of several instances started together, only
+// one runs it. The default is to wait, as Obtain does.
+func WithoutWait() DoOption {
+	return doOnly(func(c *obtainConfig) { c.NoWait = true })
+}
+
+// WithMinHold makes a Do method keep the lock until d after it was
+// obtained, however soon its function returns (with an error, or by a
+// panic, too): instead of releasing it, Do then stops renewing it and lets
+// it expire at that time (Lock.ReleaseAfter). A job that every host starts
+// at about the same time, from cron, runs once even if a host's clock is
+// late by less than d, while a lock released when a fast job ends would be
+// free for that host to run the job again. d must not be negative; the
+// default is 0: Do releases the lock when its function returns. A Lock
+// from Obtain keeps itself the same way with Lock.ReleaseAfter.
+func WithMinHold(d time.Duration) DoOption {
+	return doOnly(func(c *obtainConfig) {
+		if d < 0 {
+			c.err = fmt.Errorf("%w: WithMinHold(%v) needs a duration of 0 or more", ErrInvalidOption, d)
+			return
+		}
+		c.minHold = d
+	})
+}
+
+// doObtainOptions returns the options of a Do's obtain: renewed by
+// default, then opts. A nil option stays nil, for newObtainConfig to refuse.
+func doObtainOptions(opts []DoOption) []ObtainOption {
+	all := make([]ObtainOption, 1, len(opts)+1)
+	all[0] = WithAutoRenew(true)
+	for _, o := range opts {
+		if o == nil {
+			all = append(all, nil)
+			continue
+		}
+		all = append(all, o.applyDo)
+	}
+	return all
+}
+
+// MaxValueLen is the longest value WithValue takes, in bytes.
+const MaxValueLen = 1024
+
+// WithValue makes the lock carry v, a short value for whoever looks at it:
+// Lock.Value returns it to the holder, and LockInfo.Value (from Inspect and
+// Scan) to everyone else, such as the name or address of the holder. The
+// value lives in the lock's key, next to the holder's random token (which
+// is then the 128 random bits, a dot, and v with "%" and ":" escaped), so it
+// is set, renewed and removed with the lock, on a single deployment as on a
+// Redlock quorum, and it costs no round trip. It is sent with every refresh
+// and release: keep it short. The default is no value; v may be at most
+// MaxValueLen bytes, or Obtain returns ErrInvalidOption.
+func WithValue(v string) ObtainOption {
+	return func(c *obtainConfig) {
+		if len(v) > MaxValueLen {
+			c.err = fmt.Errorf("%w: WithValue of %d bytes, over MaxValueLen (%d)", ErrInvalidOption, len(v), MaxValueLen)
+			return
+		}
+		c.ValueSuffix = engine.ValueSuffix(v)
+	}
+}
+
+// Value returns the value the lock carries (see WithValue), or "" if none.
+func (l *Lock) Value() string {
+	_, value := engine.SplitToken(l.h.Token())
+	return value
+}
+
+// MaxHolderNameLen is the longest name WithHolderName takes, in bytes.
+const MaxHolderNameLen = 256
+
+// WithHolderName names the holders of the Client's locks, semaphore
+// permits and RW lock holds, for whoever looks at them: Inspect and Scan
+// return it (LockInfo.HolderName), and dlock status and dlock list show
+// it, as in "held by host-b pid 4121 (report) for 3m12s". The name lives
+// in each holding's token in Redis, next to the random part, so it costs
+// no round trip; it is sent with every refresh and release: keep it short.
+//
+// The default is the host name, the process id and the program's name, as
+// in "host-b pid 4121 (report)". An empty name stores none. A name
+// longer than MaxHolderNameLen is an error wrapping ErrInvalidOption.
+func WithHolderName(name string) Option {
+	return func(c *clientConfig) {
+		if len(name) > MaxHolderNameLen {
+			c.err = fmt.Errorf("%w: WithHolderName of %d bytes, over MaxHolderNameLen (%d)", ErrInvalidOption, len(name), MaxHolderNameLen)
+			return
+		}
+		c.holderName = name
+	}
+}
+
+// defaultHolderName returns the holder name of a Client made without
+// WithHolderName.
+func defaultHolderName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	name := host + " pid " + strconv.Itoa(os.Getpid())
+	if len(os.Args) > 0 && os.Args[0] != "" {
+		name += " (" + filepath.Base(os.Args[0]) + ")"
+	}
+	return name[:min(len(name), MaxHolderNameLen)]
+}
+
+// withGuard is door.WithGuard: every attempt of the acquire looks at key
+// first, in the same step, and does not take the lock while key exists.
+func withGuard(key string) ObtainOption {
+	return func(c *obtainConfig) { c.Guard = key }
 }

@@ -1,0 +1,25 @@
+-- release_marker.lua: what release.lua and hold_release.lua share, run
+-- before either (see script.go). KEYS[2] is the holding's fence key.
+
+-- side returns the name of the holding's side key of kind ('watch',
+-- 'freed', ...): the fence key's name with kind for 'fence' (see keys.go).
+local function side(kind)
+  return 'dlock:' .. kind .. string.sub(KEYS[2], 12)
+end
+
+-- marked reads the release marker freed of a holding that the release did
+-- not find: a release of it ran already, a copy of this call (which
+-- recorded the same number, call) or another call. For a release it
+-- returns the reply to give at once: 1 if this call released it, 2 if
+-- another did. For a waiter's leave (leaving), which goes on, it returns
+-- nil and whether this call released the holding (1 or 0).
+local function marked(freed, call, leaving)
+  local marker = redis.pcall('GET', freed)
+  if type(marker) ~= 'string' then
+    return nil, 0
+  end
+  if not leaving then
+    return marker == call and 1 or 2, 0
+  end
+  return nil, marker == call and 1 or 0
+end

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"crypto/sha1"
+	_ "embed" // for the scripts
+	"encoding/hex"
+)
+
+// The Lua scripts, one file per operation; each file's header documents its
+// KEYS, ARGV and replies. The acquires that queue run after queue.lua, the
+// releases after release_marker.lua: what each pair shares. Embedding them
+// one by one makes a missing file a build error.
+var (
+	//go:embed lua/queue.lua
+	queueLua string
+	//go:embed lua/release_marker.lua
+	releaseMarkerLua string
+
+	//go:embed lua/acquire.lua
+	acquireLua string
+	//go:embed lua/release.lua
+	releaseLua string
+	//go:embed lua/refresh.lua
+	refreshLua string
+	//go:embed lua/ttl.lua
+	ttlLua string
+	//go:embed lua/inspect.lua
+	inspectLua string
+	//go:embed lua/force_release.lua
+	forceReleaseLua string
+	//go:embed lua/queue_acquire.lua
+	queueAcquireLua string
+	//go:embed lua/raise_fence.lua
+	raiseFenceLua string
+
+	//go:embed lua/hold_acquire.lua
+	holdAcquireLua string
+	//go:embed lua/hold_release.lua
+	holdReleaseLua string
+	//go:embed lua/hold_refresh.lua
+	holdRefreshLua string
+	//go:embed lua/hold_ttl.lua
+	holdTTLLua string
+	//go:embed lua/hold_raise_fence.lua
+	holdRaiseFenceLua string
+)
+
+var (
+	acquireScript = newScript(acquireLua)
+	releaseScript = newScript(releaseMarkerLua + releaseLua)
+	refreshScript = newScript(refreshLua)
+	ttlScript     = newScript(ttlLua)
+
+	queueAcquireScript = newScript(queueLua + queueAcquireLua)
+	raiseFenceScript   = newScript(raiseFenceLua)
+
+	inspectScript      = newScript(inspectLua)
+	forceReleaseScript = newScript(forceReleaseLua)
+
+	// the shared holds: semaphores, RW locks
+	holdAcquireScript    = newScript(queueLua + holdAcquireLua)
+	holdReleaseScript    = newScript(releaseMarkerLua + holdReleaseLua)
+	holdRefreshScript    = newScript(holdRefreshLua)
+	holdTTLScript        = newScript(holdTTLLua)
+	holdRaiseFenceScript = newScript(holdRaiseFenceLua)
+)
+
+// script is a Lua script and its SHA1 digest, the name EVALSHA knows it by.
+type script struct {
+	src string
+	sha string
+	// src and sha boxed once, for the ARGV of EVAL and EVALSHA (see evalCmd)
+	srcArg, shaArg any
+}
+
+func newScript(src string) *script {
+	sum := sha1.Sum([]byte(src))
+	sha := hex.EncodeToString(sum[:])
+	return &script{src: src, sha: sha, srcArg: src, shaArg: sha}
+}

@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+)
+
+// A token is 22 random characters (never a dot, nor a colon: the scripts
+// and the release messages use colons to separate a token from what
+// follows it), the holder's name if any (HolderSuffix), and the lock's
+// value if any (ValueSuffix).
+const (
+	// RandomTokenLen is the length of a token's random part.
+	RandomTokenLen  = 22
+	holderSeparator = "~"
+	valueSeparator  = "."
+)
+
+var (
+	holderEscaper   = strings.NewReplacer("%", "%25", ":", "%3A", ".", "%2E")
+	holderUnescaper = strings.NewReplacer("%25", "%", "%3A", ":", "%2E", ".")
+	valueEscaper    = strings.NewReplacer("%", "%25", ":", "%3A")
+	valueUnescaper  = strings.NewReplacer("%25", "%", "%3A", ":")
+)
+
+// HolderSuffix returns what follows the random part of every token of a
+// Client whose holder name is name: "" for none.
+func HolderSuffix(name string) string {
+	if name == "" {
+		return ""
+	}
+	return holderSeparator + holderEscaper.Replace(name)
+}
+
+// ValueSuffix returns what follows the holder's name in a token that
+// carries the value v (WithValue): "" for none.
+func ValueSuffix(v string) string {
+	if v == "" {
+		return ""
+	}
+	return valueSeparator + valueEscaper.Replace(v)
+}
+
+// SplitToken returns the holder name and the value a token carries, "" for
+// those it does not.
+func SplitToken(token string) (holder, value string) {
+	if len(token) <= RandomTokenLen {
+		return "", ""
+	}
+	rest := token[RandomTokenLen:]
+	if strings.HasPrefix(rest, holderSeparator) {
+		name, after, _ := strings.Cut(rest[len(holderSeparator):], valueSeparator)
+		holder = holderUnescaper.Replace(name)
+		if after == "" {
+			return holder, ""
+		}
+		rest = valueSeparator + after
+	}
+	if strings.HasPrefix(rest, valueSeparator) {
+		value = valueUnescaper.Replace(rest[len(valueSeparator):])
+	}
+	return holder, value
+}
+
+// Fingerprint returns a short public name of a token: the first four bytes
+// of its SHA-256, in hex; "" for no token.
+func Fingerprint(token string) string {
+	if token == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:4])
+}
+
+// NewToken returns 128 random bits from crypto/rand, URL-safe base64.
+func NewToken() string { return newTokenWith("", "") }
+
+// newTokenWith returns NewToken followed by a and b, in one allocation.
+func newTokenWith(a, b string) string {
+	var random [16]byte
+	_, _ = rand.Read(random[:]) // never fails: it crashes the program instead
+	var encoded [RandomTokenLen]byte
+	base64.RawURLEncoding.Encode(encoded[:], random[:])
+	var t strings.Builder
+	t.Grow(RandomTokenLen + len(a) + len(b))
+	t.Write(encoded[:])
+	t.WriteString(a)
+	t.WriteString(b)
+	return t.String()
+}
