@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/internal/door"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // This declaration fills internal/door, the root's door for its sibling packages
@@ -39,6 +40,12 @@ var _ = door.Lend(door.Lent{
 			return c.logger
 		}
 		return slog.Default()
+	},
+	Observers: func(client any) []observe.Observer {
+		if c, ok := client.(*Client); ok && c != nil && c.obs != nil {
+			return c.obs.all
+		}
+		return nil
 	},
 	DeploymentOf: func(client any) door.Deployment {
 		c, ok := client.(*Client)
