@@ -134,7 +134,8 @@ func ruleTest(t *testing.T, rules string, phases []phase, tests string) string {
 
 // quietWork does what must page nobody: jobs that succeed or fail (their
 // records are no locks), locks kept after the work and left to expire, an
-// election whose leader resigns while an observer watches.
+// election whose leader resigns while an observer watches (a seat left
+// empty for 10 minutes then warns: DlockNoLeader).
 func quietWork(t *testing.T, locker *dlock.Client) {
 	t.Helper()
 	ctx := context.Background()
@@ -206,7 +207,8 @@ func counted(name string) bool {
 
 // TestAlertRules checks alerts.yml with promtool, and tests it on the
 // metrics of a real run: successful and failed jobs, kept locks and an
-// election page nobody; a lock taken away from its holder pages.
+// election page nobody; a lock taken away from its holder pages, and an
+// election seat left empty warns after 10 minutes.
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	tool := promtool(t)
@@ -275,6 +277,15 @@ func TestAlertRules(t *testing.T) {
       - eval_time: 34m
         alertname: DlockLocksLost
         exp_alerts: []
+      - eval_time: 14m
+        alertname: DlockNoLeader
+        exp_alerts: []
+      - eval_time: 20m
+        alertname: DlockNoLeader
+        exp_alerts:
+          - exp_labels: {severity: warn, job: app, election: leader}
+            exp_annotations:
+              summary: "app: nobody has led election leader for 10 minutes"
 `)
 	runTool(t, tool, func() string {
 		input, _ := os.ReadFile(file)

@@ -164,7 +164,7 @@ func jobsWork(t *testing.T, locker *dlock.Client) {
 	slot := time.Now().Truncate(time.Minute)
 	ok := func(context.Context) error { return nil }
 	for _, wantOut := range []jobs.Outcome{jobs.Ran, jobs.AlreadyDone} {
-		if out, err := runner.Run(ctx, "report", slot, ok); out != wantOut || err != nil {
+		if out, err := runner.Run(ctx, "invoice", slot, ok); out != wantOut || err != nil {
 			t.Fatalf("Run = %v, %v; want %v", out, err, wantOut)
 		}
 	}
@@ -179,7 +179,7 @@ func jobsWork(t *testing.T, locker *dlock.Client) {
 		t.Fatal(err)
 	}
 	failed := errors.New("the job failed")
-	if out, err := runner.Run(ctx, "flaky", slot, func(context.Context) error { return failed }); out != jobs.RanAndFailed || !errors.Is(err, failed) {
+	if out, err := runner.Run(ctx, "import", slot, func(context.Context) error { return failed }); out != jobs.RanAndFailed || !errors.Is(err, failed) {
 		t.Fatalf("failing Run = %v, %v", out, err)
 	}
 }
@@ -193,12 +193,12 @@ func TestJobsMetrics(t *testing.T) {
 		job, outcome string
 		n            float64
 	}{
-		{"report", "ran", 1}, {"report", "already_done", 1}, {"sync", "running_elsewhere", 1},
-		{"sync", "ran", 1}, {"flaky", "failed", 1},
+		{"invoice", "ran", 1}, {"invoice", "already_done", 1}, {"sync", "running_elsewhere", 1},
+		{"sync", "ran", 1}, {"import", "failed", 1},
 	} {
 		want(t, metrics, "dlock_jobs_runs_total", map[string]string{"job_name": c.job, "outcome": c.outcome}, c.n)
 	}
-	want(t, metrics, "dlock_jobs_run_duration_seconds", map[string]string{"job_name": "flaky", "outcome": "failed"}, 1)
+	want(t, metrics, "dlock_jobs_run_duration_seconds", map[string]string{"job_name": "import", "outcome": "failed"}, 1)
 }
 
 // electionWork has a candidate win and resign while an observer watches,
