@@ -22,19 +22,30 @@ import (
 	"github.com/dlock-go/dlock/stock"
 )
 
-// value is sample, but 0 where no series matches yet.
+// value is the sum of the counters, gauges or histogram counts of name
+// whose labels include labels: 0 where none matches yet.
 func value(t *testing.T, c prometheus.Collector, name string, labels map[string]string) float64 {
 	t.Helper()
 	families, err := registry(t, c).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	total := 0.0
 	for _, f := range families {
-		if f.GetName() == name {
-			return sample(t, c, name, labels)
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue metrics
+				}
+			}
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
 		}
 	}
-	return 0
+	return total
 }
 
 // want checks the value of the series of name whose labels include
@@ -406,5 +417,46 @@ func TestNameLabelBounded(t *testing.T) {
 	want(t, metrics, "dlock_jobs_runs_total", map[string]string{"job_name": "other", "outcome": "ran"}, 2)
 	if _, err := dlockprom.New(dlockprom.WithMaxNameLabels(0)); err == nil {
 		t.Error("WithMaxNameLabels(0) accepted")
+	}
+}
+
+// TestPackagesRedisDown counts the calls of the packages that Redis
+// failed as errors, with go-redis's default options: a job that could not
+// begin, an idempotent call before its function ran, a reservation.
+func TestPackagesRedisDown(t *testing.T) {
+	t.Parallel()
+	metrics, locker, srv := newCollector(t)
+	ctx := timeout(t, 60*time.Second)
+	runner, err := jobs.New(locker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := idempotency.New(locker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := stock.New(srv.Client(), stock.WithObserver(metrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inv.Close() })
+	srv.Kill()
+
+	ran := false
+	if out, err := runner.Run(ctx, "nightly", time.Now().Truncate(time.Minute), func(context.Context) error { ran = true; return nil }); out != 0 || err == nil || ran {
+		t.Fatalf("Run with Redis down = %v, %v (ran %v)", out, err, ran)
+	}
+	if _, _, err := store.Do(ctx, "k", nil, func(context.Context) ([]byte, error) { return nil, nil }); !errors.Is(err, idempotency.ErrUnavailable) {
+		t.Fatalf("Do with Redis down: %v", err)
+	}
+	if err := inv.Reserve(ctx, "shirt", "o1", 1, time.Minute); err == nil {
+		t.Fatal("Reserve with Redis down succeeded")
+	}
+	want(t, metrics, "dlock_jobs_runs_total", map[string]string{"job_name": "nightly", "outcome": "error"}, 1)
+	want(t, metrics, "dlock_idempotency_calls_total", map[string]string{"outcome": "error"}, 1)
+	// Refused at the dial, or sent with no answer: an error either way.
+	if got := value(t, metrics, "dlock_stock_operations_total", map[string]string{"op": "reserve", "outcome": "error"}) +
+		value(t, metrics, "dlock_stock_operations_total", map[string]string{"op": "reserve", "outcome": "unknown"}); got != 1 {
+		t.Errorf("%v reservations in error, want 1", got)
 	}
 }
