@@ -64,9 +64,10 @@ const (
 // nothing of its own: these count the fetches, which are what Redis and
 // the load functions see.
 const (
-	// OpLookup: a fetch read the entry: OutcomeHit (found), OutcomeStale
-	// (found, but marked by Invalidate: served while a refresh loads it
-	// anew) or OutcomeMiss (absent: the fetch fills it).
+	// OpLookup: a fetch read the entry, first: OutcomeHit (found),
+	// OutcomeStale (found, but marked by Invalidate: served while a
+	// refresh loads it anew) or OutcomeMiss (absent: the fetch fills it,
+	// and its later reads, while it waits for a loader, are not told).
 	OpLookup = "lookup"
 	// OpWait: a fetch that missed waits for another caller's load, in this
 	// process or another, rather than loading.
