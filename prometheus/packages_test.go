@@ -58,8 +58,8 @@ func want(t *testing.T, c prometheus.Collector, name string, labels map[string]s
 }
 
 // cacheWork fills a key with one load while a second Cache waits for it,
-// reads it again (a hit), invalidates it and reads it (stale, then a
-// refresh), and has a load fail.
+// reads it again (a hit), invalidates it and reads it until it was
+// refreshed (stale, and hits once refreshed), and has a load fail.
 func cacheWork(t *testing.T, locker *dlock.Client, metrics prometheus.Collector) {
 	t.Helper()
 	ctx := timeout(t, 30*time.Second)
@@ -109,16 +109,19 @@ func cacheWork(t *testing.T, locker *dlock.Client, metrics prometheus.Collector)
 	if err := first.Invalidate(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := first.Get(ctx, "k", time.Minute, func(context.Context) ([]byte, error) { return []byte("v2"), nil }); err != nil {
-		t.Fatal(err)
-	}
+	// The stale entry is served, and refreshed in the background where the
+	// key's lock is free: the release of the first load's lock may still
+	// be under way, so read it until a refresh ran.
+	eventually(t, 10*time.Second, "the refresh", func() bool {
+		if _, err := first.Get(ctx, "k", time.Minute, func(context.Context) ([]byte, error) { return []byte("v2"), nil }); err != nil {
+			t.Error(err)
+		}
+		return value(t, metrics, "dlock_cachefill_load_duration_seconds", map[string]string{"op": "refresh"}) >= 1
+	})
 	failed := errors.New("the database failed")
 	if _, err := first.Get(ctx, "broken", time.Minute, func(context.Context) ([]byte, error) { return nil, failed }); !errors.Is(err, failed) {
 		t.Fatalf("Get of a failing load: %v", err)
 	}
-	eventually(t, 10*time.Second, "the refresh", func() bool {
-		return value(t, metrics, "dlock_cachefill_load_duration_seconds", map[string]string{"op": "refresh"}) == 1
-	})
 }
 
 // TestCachefillMetrics counts a cache's lookups, waits, loads and refreshes
@@ -127,14 +130,33 @@ func TestCachefillMetrics(t *testing.T) {
 	t.Parallel()
 	metrics, locker, _ := newCollector(t)
 	cacheWork(t, locker, metrics)
-	// Misses: the first Cache's, the second's before it waits, the broken key.
-	for outcome, n := range map[string]float64{"miss": 3, "hit": 1, "stale": 1} {
-		want(t, metrics, "dlock_cachefill_lookups_total", map[string]string{"outcome": outcome}, n)
+	absent, err := cachefill.New(locker, cachefill.WithPrefix("absent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { absent.Close() })
+	ctx := timeout(t, 30*time.Second)
+	if _, err := absent.Get(ctx, "none", time.Minute, func(context.Context) ([]byte, error) { return nil, cachefill.ErrNotFound }); !errors.Is(err, cachefill.ErrNotFound) {
+		t.Fatalf("Get of a key the load does not find: %v", err)
+	}
+	if _, err := absent.Get(ctx, "", time.Minute, func(context.Context) ([]byte, error) { return nil, nil }); err == nil {
+		t.Fatal("Get of an empty key accepted") // bad input: not counted
+	}
+	want(t, metrics, "dlock_cachefill_load_duration_seconds", map[string]string{"op": "load", "outcome": "not_found"}, 1)
+	// Misses: the first Cache's, the second's before it waits, the broken
+	// key, the absent one.
+	want(t, metrics, "dlock_cachefill_lookups_total", map[string]string{"outcome": "miss"}, 4)
+	for _, outcome := range []string{"hit", "stale"} {
+		if n := value(t, metrics, "dlock_cachefill_lookups_total", map[string]string{"outcome": outcome}); n < 1 {
+			t.Errorf("%v lookups %s, want at least 1", n, outcome)
+		}
 	}
 	want(t, metrics, "dlock_cachefill_waits_total", nil, 1)
 	want(t, metrics, "dlock_cachefill_load_duration_seconds", map[string]string{"op": "load", "outcome": "stored"}, 1)
 	want(t, metrics, "dlock_cachefill_load_duration_seconds", map[string]string{"op": "load", "outcome": "failed"}, 1)
-	want(t, metrics, "dlock_cachefill_load_duration_seconds", map[string]string{"op": "refresh", "outcome": "stored"}, 1)
+	if n := value(t, metrics, "dlock_cachefill_load_duration_seconds", map[string]string{"op": "refresh", "outcome": "stored"}); n < 1 {
+		t.Errorf("%v refreshes stored, want at least 1", n)
+	}
 	want(t, metrics, "dlock_cachefill_gave_up_total", nil, 1) // the failed load
 	want(t, metrics, "dlock_cachefill_fallbacks_total", nil, 0)
 }
@@ -200,6 +222,16 @@ func TestJobsMetrics(t *testing.T) {
 	t.Parallel()
 	metrics, locker, _ := newCollector(t)
 	jobsWork(t, locker)
+	runner, err := jobs.New(locker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Run(timeout(t, 10*time.Second), "", time.Now(), func(context.Context) error { return nil }); !errors.Is(err, jobs.ErrInvalid) {
+		t.Fatalf("Run of an empty name: %v", err) // bad input: not counted
+	}
+	if n := value(t, metrics, "dlock_jobs_runs_total", nil); n != 5 {
+		t.Errorf("%v runs counted, want 5", n)
+	}
 	for _, c := range []struct {
 		job, outcome string
 		n            float64
