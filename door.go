@@ -44,6 +44,12 @@ var _ = door.Lend(door.Lent{
 		}
 		return slog.Default()
 	},
+	Observers: func(client any) []observe.Observer {
+		if c, ok := client.(*Client); ok && c != nil && c.obs != nil {
+			return c.obs.all
+		}
+		return nil
+	},
 	DeploymentOf: func(client any) door.Deployment {
 		c, ok := client.(*Client)
 		switch {

@@ -15,6 +15,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/door"
 	"github.com/dlock-go/dlock/internal/owner"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Cache keeps entries in Redis and fills a missing one with one load
@@ -26,6 +27,7 @@ type Cache struct {
 	locker *dlock.Client         // the caller's: the loaders' locks
 	opts   options
 	log    *slog.Logger
+	obs    observe.PackageObserver // locker's; nil without one
 
 	flights *group
 	blocked chan struct{} // a token per Get that waits for a fill blocked on a pooled connection
@@ -51,7 +53,11 @@ type Cache struct {
 // (dlock.WithObserver) see them and its holder name (dlock.WithHolderName)
 // names them; the Cache reads and stores entries through locker's go-redis
 // client, and reports to locker's logger unless WithLogger says otherwise.
-// New does not talk to Redis.
+// It tells the observers of locker that are observe.PackageObservers what
+// its fetches do: lookups (hit, stale, miss), waits for another loader,
+// loads with their outcome and duration, early refreshes, fallbacks, and
+// loaders that gave up (see observe.PackageCachefill). New does not talk
+// to Redis.
 //
 // A Redlock Client (dlock.NewRedlock) is refused: the script that stores an
 // entry checks the loader's lock on the server that keeps the entry, in the
@@ -80,7 +86,7 @@ func New(locker *dlock.Client, opts ...Option) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{rdb: d.Redis, locker: locker, opts: o, log: o.logger, refreshing: make(map[string]bool),
+	c := &Cache{rdb: d.Redis, locker: locker, opts: o, log: o.logger, obs: door.PackageObserver(locker), refreshing: make(map[string]bool),
 		blocked: make(chan struct{}, maxBlockedWaits), own: owner.New()}
 	c.life, c.lifeEnd = context.WithCancel(context.Background())
 	c.flights = newGroup(c.life, c.spawn, c.fetchFor)

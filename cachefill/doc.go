@@ -93,6 +93,17 @@
 // quorum of independent servers cannot offer. New refuses a Client made by
 // dlock.NewRedlock with an error wrapping ErrInvalidOption.
 //
+// # Metrics
+//
+// A Cache tells the observers of its Client (dlock.WithObserver) that are
+// observe.PackageObservers what its fetches do (observe.PackageCachefill):
+// lookups that hit, found a stale entry or missed, waits for another
+// caller's load, loads and early refreshes with their outcome and
+// duration, fallbacks, and loaders that gave up. A Get that joins a fetch
+// of the same key under way in the process is counted with that fetch.
+// The Prometheus and OpenTelemetry modules make metrics of them; the keys
+// are no label. Without such an observer nothing is built.
+//
 // # Failure modes
 //
 //   - Redis down, paused or failing: Get calls load directly, once per

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/door"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // request is one Get's key, with what it needs to load the key.
@@ -35,10 +36,20 @@ func (c *Cache) fetch(ctx context.Context, r request) ([]byte, error) {
 	}
 	if e.found() {
 		c.hits.Add(1)
+		if c.obs != nil {
+			outcome := observe.OutcomeHit
+			if e.stale {
+				outcome = observe.OutcomeStale
+			}
+			c.observe(observe.OpLookup, outcome, r.key, 0)
+		}
 		c.considerRefresh(ctx, r, e)
 		return e.result(r.key)
 	}
 	c.misses.Add(1)
+	if c.obs != nil {
+		c.observe(observe.OpLookup, observe.OutcomeMiss, r.key, 0)
+	}
 	return c.fill(ctx, r, e)
 }
 
@@ -57,6 +68,9 @@ func (c *Cache) fill(ctx context.Context, r request, e entry) ([]byte, error) {
 			// Another caller holds the lock: wait for its fill too.
 		}
 		c.waits.Add(1)
+		if c.obs != nil {
+			c.observe(observe.OpWait, "", r.key, 0)
+		}
 		if done, v, err := c.waitFill(ctx, r, e); done {
 			return v, err
 		}
@@ -181,7 +195,7 @@ func (c *Cache) loadMarked(ctx context.Context, r request, lock *dlock.Lock) (do
 // release. It reports not done when the lock was lost before the load gave
 // anything: then another caller loads, and the fill waits for it.
 func (c *Cache) loadAsHolder(ctx context.Context, r request, lock *dlock.Lock, gen string, l *loading) (done bool, value []byte, err error) {
-	v, kept, err := c.loadAndStore(ctx, r, lock, gen, l)
+	v, kept, err := c.loadAndStore(ctx, r, lock, gen, l, observe.OpLoad)
 	if kept {
 		// The release outlives the Get, which cancels ctx when it returns.
 		ctx := context.WithoutCancel(ctx)
@@ -202,21 +216,35 @@ func (c *Cache) loadAsHolder(ctx context.Context, r request, lock *dlock.Lock, g
 // loadAndStore waits for the load started as started and stores what it
 // gives, while lock is held: a value or ErrNotFound (for the not-found
 // ttl), but not another error. It returns the value even if storing it
-// failed, and whether it stored it.
-func (c *Cache) loadAndStore(ctx context.Context, r request, lock *dlock.Lock, gen string, started *loading) (value []byte, kept bool, err error) {
+// failed, and whether it stored it. It tells the Cache's observer of the
+// load as op (observe.OpLoad or OpRefresh).
+func (c *Cache) loadAndStore(ctx context.Context, r request, lock *dlock.Lock, gen string, started *loading, op string) (value []byte, kept bool, err error) {
 	l := started.wait(lock.Done())
 	s := stored{value: l.value, ttl: c.jittered(r.ttl), took: l.took, gen: gen}
 	switch {
 	case errors.Is(l.err, ErrNotFound):
+		if c.obs != nil {
+			c.observe(op, observe.OutcomeNotFound, r.key, time.Since(started.start))
+		}
 		if c.opts.notFoundTTL == 0 {
 			return nil, false, notFound(r.key)
 		}
 		s.value, s.notFound, s.ttl = nil, true, c.jittered(c.opts.notFoundTTL)
 		l.err = notFound(r.key)
 	case l.err != nil:
+		if c.obs != nil {
+			c.observe(op, observe.OutcomeFailed, r.key, time.Since(started.start))
+		}
 		return nil, false, l.err
 	}
 	code, err := c.store(ctx, r.keys, lock.Token(), s)
+	if c.obs != nil && !s.notFound {
+		outcome := observe.OutcomeStored
+		if err != nil || code == storeNotHeld {
+			outcome = observe.OutcomeNotStored
+		}
+		c.observe(op, outcome, r.key, time.Since(started.start))
+	}
 	switch {
 	case err != nil:
 		c.log.Warn("cachefill: could not store a loaded entry", slog.String("key", r.key), slog.Any("err", err))
@@ -245,6 +273,9 @@ func (c *Cache) release(ctx context.Context, r request, lock *dlock.Lock, stored
 	}
 	if stored {
 		return
+	}
+	if c.obs != nil {
+		c.observe(observe.OpGaveUp, "", r.key, 0)
 	}
 	if err := c.gaveUp(ctx, r.keys, lock.Token()); err != nil {
 		c.log.Warn("cachefill: could not tell the waiting callers that the load stored nothing; they look again when its lock would have expired",
@@ -295,6 +326,9 @@ func (c *Cache) redisFailedLoading(ctx context.Context, r request, step string, 
 			slog.String("step", step), slog.Any("err", err))
 	}
 	c.fallbacks.Add(1)
+	if c.obs != nil {
+		c.observe(observe.OpFallback, "", r.key, 0)
+	}
 	if started == nil {
 		started = c.startLoad(ctx, r.key, r.load)
 	}
@@ -303,4 +337,9 @@ func (c *Cache) redisFailedLoading(ctx context.Context, r request, step string, 
 		return nil, notFound(r.key)
 	}
 	return l.value, l.err
+}
+
+// observe tells the Cache's observer, which must not be nil, of op on key.
+func (c *Cache) observe(op, outcome, key string, took time.Duration) {
+	c.obs.ObservePackage(observe.PackageEvent{Package: observe.PackageCachefill, Op: op, Outcome: outcome, Key: key, Duration: took})
 }

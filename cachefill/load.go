@@ -25,6 +25,7 @@ type loading struct {
 	ctx    context.Context // the load's: ends after the load timeout, with its Get's, or at drop
 	cancel context.CancelCauseFunc
 	done   chan loaded // gets what the load gave, once
+	start  time.Time   // when it started
 }
 
 // startLoad calls load in a goroutine of the Cache, with a context that
@@ -34,9 +35,8 @@ type loading struct {
 func (c *Cache) startLoad(ctx context.Context, key string, load func(context.Context) ([]byte, error)) *loading {
 	ctx, cancel := context.WithCancelCause(ctx)
 	timed, cancelTimed := context.WithTimeoutCause(ctx, c.opts.loadTimeout, errLoadTimeout)
-	l := &loading{key: key, ctx: timed, done: make(chan loaded, 1)}
+	l := &loading{key: key, ctx: timed, done: make(chan loaded, 1), start: time.Now()}
 	l.cancel = func(cause error) { cancel(cause); cancelTimed() }
-	start := time.Now()
 	if !c.spawn(func() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -44,7 +44,7 @@ func (c *Cache) startLoad(ctx context.Context, key string, load func(context.Con
 			}
 		}()
 		v, err := load(l.ctx)
-		l.done <- loaded{value: v, err: err, took: time.Since(start)}
+		l.done <- loaded{value: v, err: err, took: time.Since(l.start)}
 	}) {
 		l.done <- loaded{err: ErrClosed}
 		return l

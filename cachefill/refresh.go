@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // considerRefresh starts a background refresh of a found entry if it was
@@ -82,7 +83,7 @@ func (c *Cache) refresh(ctx context.Context, r request, seen entry) {
 		return // refreshed meanwhile
 	}
 	c.refreshes.Add(1)
-	_, kept, err = c.loadAndStore(ctx, r, lock, e.gen, c.startLoad(ctx, r.key, r.load))
+	_, kept, err = c.loadAndStore(ctx, r, lock, e.gen, c.startLoad(ctx, r.key, r.load), observe.OpRefresh)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		c.log.Warn("cachefill: early refresh failed; the entry stays as it is", slog.String("key", r.key), slog.Any("err", err))
 	}

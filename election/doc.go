@@ -36,6 +36,17 @@
 //     Redlock quorum (dlock.NewRedlock), where a minority of nodes may be
 //     down.
 //
+// # Metrics
+//
+// An Election tells the observers of its Client (dlock.WithObserver) that
+// are observe.PackageObservers when a term of this process begins (won)
+// and ends (resigned, or lost, also by the Client's Close), and when an
+// Observe of this process sees the seat change hands. The end of a term
+// is told by a goroutine that waits for it, started only where there is
+// such an observer. The Prometheus and OpenTelemetry modules make of them
+// a gauge of leadership per election, and counters. Without such an
+// observer nothing is built.
+//
 // # Failure modes
 //
 // Leadership is a lease. A leader that is paused (garbage collection, a

@@ -2,12 +2,14 @@ package election
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/door"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Election is one seat, named by its name, that candidates of every process
@@ -17,6 +19,7 @@ type Election struct {
 	locker *dlock.Client
 	name   string
 	cfg    config
+	obs    observe.PackageObserver // locker's; nil without one
 }
 
 // Leader is who leads an election: the value the leader campaigned with,
@@ -30,6 +33,12 @@ type Leader struct {
 // (made by dlock.New or dlock.NewRedlock). The seat is the lock named name:
 // "dlock status name" shows it. The election also uses the key
 // "dlock:vacancy:" followed by name (see Observe).
+//
+// The Election tells the observers of locker (dlock.WithObserver) that
+// are observe.PackageObservers when a term of this process begins and
+// ends (observe.OpTerm), and when an Observe of this process sees the seat
+// change hands (observe.OpLeaderChange): the Prometheus and OpenTelemetry
+// modules make of them a gauge of leadership per election, and counters.
 //
 // New does not talk to Redis. A nil locker, an empty name or an invalid
 // option is no panic: New returns an error wrapping ErrInvalid, and no
@@ -50,7 +59,7 @@ func New(locker *dlock.Client, name string, opts ...Option) (*Election, error) {
 			return nil, cfg.err
 		}
 	}
-	return &Election{locker: locker, name: name, cfg: cfg}, nil
+	return &Election{locker: locker, name: name, cfg: cfg, obs: door.PackageObserver(locker)}, nil
 }
 
 // errNotNew is the error of every call of an Election that New did not make.
@@ -113,7 +122,11 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 			continue
 		}
 		e.announce(ctx)
-		return newLeadership(lock, term, value), nil
+		l := newLeadership(lock, term, value)
+		if e.obs != nil {
+			e.observeTerm(l)
+		}
+		return l, nil
 	}
 }
 
@@ -167,4 +180,24 @@ func (e *Election) announce(ctx context.Context) {
 // ctx has ended, such as a release: it ends after a lease at most.
 func (e *Election) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.ttl)
+}
+
+// observeTerm tells the Election's observer that l began, and, from a
+// goroutine that ends with l's lease (resigned, lost, or its Client
+// closed), that it ended.
+func (e *Election) observeTerm(l *Leadership) {
+	e.observe(observe.OpTerm, observe.OutcomeWon)
+	go func() {
+		<-l.Done()
+		outcome := observe.OutcomeLost
+		if errors.Is(l.Err(), ErrResigned) {
+			outcome = observe.OutcomeResigned
+		}
+		e.observe(observe.OpTerm, outcome)
+	}()
+}
+
+// observe tells the Election's observer of op and its outcome.
+func (e *Election) observe(op, outcome string) {
+	e.obs.ObservePackage(observe.PackageEvent{Package: observe.PackageElection, Op: op, Outcome: outcome, Name: e.name})
 }

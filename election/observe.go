@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/door"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Observe returns a channel that receives the leader of the election: the
@@ -115,6 +116,9 @@ func (o *observer) waitForLeader(ctx context.Context) error {
 func (o *observer) send(l Leader) {
 	if l == o.last {
 		return
+	}
+	if o.last.Term != -1 && o.e.obs != nil {
+		o.e.observe(observe.OpLeaderChange, "")
 	}
 	o.last = l
 	select {

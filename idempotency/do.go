@@ -10,6 +10,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/ctxerr"
 	"github.com/dlock-go/dlock/internal/door"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Do runs fn once for key, stores its result, and returns it; later calls
@@ -70,7 +71,44 @@ type outcome struct {
 	err      error
 }
 
+// do runs the call, and tells the Store's observer, if it has one, how it
+// ended.
 func (c call) do(ctx context.Context, fn func(context.Context) ([]byte, error)) outcome {
+	o := c.attempt(ctx, fn)
+	if c.s != nil && c.s.obs != nil {
+		if name := o.observed(); name != "" {
+			c.s.obs.ObservePackage(observe.PackageEvent{Package: observe.PackageIdempotency, Op: observe.OpCall, Outcome: name, Key: c.key})
+		}
+	}
+	return o
+}
+
+// observed names o for observe.OpCall, or "" for a call refused for bad
+// input, which tells nothing.
+func (o outcome) observed() string {
+	switch {
+	case o.replayed:
+		return observe.OutcomeReplayed
+	case o.ran && errors.Is(o.err, dlock.ErrLockLost):
+		return observe.OutcomeInterrupted
+	case o.ran && (errors.Is(o.err, ErrNotStored) || errors.Is(o.err, ErrMaybeStored) || errors.Is(o.err, ErrTooLarge)):
+		return observe.OutcomeNotStored
+	case o.ran && (o.err == nil || isFinal(o.err)):
+		return observe.OutcomeStored
+	case o.ran:
+		return observe.OutcomeFailed
+	case errors.Is(o.err, ErrInProgress):
+		return observe.OutcomeInProgress
+	case errors.Is(o.err, ErrMismatch):
+		return observe.OutcomeMismatch
+	case errors.Is(o.err, ErrInvalidKey), errors.Is(o.err, ErrInvalidOption):
+		return ""
+	}
+	return observe.OutcomeError
+}
+
+// attempt is the work of do.
+func (c call) attempt(ctx context.Context, fn func(context.Context) ([]byte, error)) outcome {
 	s := c.s
 	if err := s.usable(); err != nil {
 		return outcome{err: err}

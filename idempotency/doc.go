@@ -92,6 +92,18 @@
 //	                      ended, as when the key's lock was lost (Retry-After: 1)
 //	internal         500  a misconfigured Middleware, or an unreadable stored response
 //
+// # Metrics
+//
+// A Store tells the observers of its Client (dlock.WithObserver) that are
+// observe.PackageObservers how each call of Do and each request through
+// the Middleware ended (observe.OpCall): stored, replayed, in progress
+// (the Middleware's 409), mismatch (422), failed (fn's error, nothing
+// stored), interrupted (the key's lock lost while fn ran), not stored, or
+// an error before fn ran. Calls refused for bad input, and requests
+// without a key, are not told. The Prometheus and OpenTelemetry modules
+// make metrics of them; the keys are no label. Without such an observer
+// nothing is built.
+//
 // # Keys in Redis
 //
 // Each idempotency key uses two Redis keys, named by the Store's prefix

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/door"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Store keeps the outcomes of calls by idempotency key in Redis, and makes
@@ -16,6 +17,7 @@ import (
 type Store struct {
 	locker *dlock.Client // the caller's: its locks, observers and logger
 	cfg    config
+	obs    observe.PackageObserver // locker's; nil without one
 
 	closed atomic.Bool
 }
@@ -25,7 +27,10 @@ type Store struct {
 // (also from redis.NewFailoverClient) or a *redis.ClusterClient. The keys'
 // locks are locker's: its observers (dlock.WithObserver) see them, and its
 // holder name (dlock.WithHolderName) names them. The Store reports to
-// locker's logger unless WithLogger says otherwise. New does not talk to
+// locker's logger unless WithLogger says otherwise, and tells the
+// observers of locker that are observe.PackageObservers how each call of
+// Do and each request through the Middleware ended (observe.OpCall:
+// stored, replayed, in progress, mismatch, ...). New does not talk to
 // Redis.
 //
 // A Redlock Client (dlock.NewRedlock) is refused: the acquire of a key's
@@ -49,7 +54,7 @@ func New(locker *dlock.Client, opts ...Option) (*Store, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	return &Store{cfg: cfg, locker: locker}, nil
+	return &Store{cfg: cfg, locker: locker, obs: door.PackageObserver(locker)}, nil
 }
 
 // Close makes later calls return ErrClosed. A call already running goes on

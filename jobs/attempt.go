@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Attempt is a run of a job in a slot, begun by Begin and ended by Finish:
@@ -33,6 +34,32 @@ type Attempt struct {
 // ErrRunningElsewhere or ErrNoAttemptsLeft; or it is an error of Redis, or
 // ErrInvalid.
 func (r *Runner) Begin(ctx context.Context, name string, slot time.Time) (*Attempt, error) {
+	a, err := r.begin(ctx, name, slot)
+	if err != nil && r != nil && r.obs != nil {
+		if outcome := beginOutcome(err); outcome != "" {
+			r.observeRun(name, outcome, 0)
+		}
+	}
+	return a, err
+}
+
+// beginOutcome is the outcome (observe.OpRun) of a Begin that returned
+// err, or "" for bad input, which is no run.
+func beginOutcome(err error) string {
+	switch {
+	case errors.Is(err, ErrAlreadyDone):
+		return observe.OutcomeAlreadyDone
+	case errors.Is(err, ErrRunningElsewhere):
+		return observe.OutcomeRunningElsewhere
+	case errors.Is(err, ErrNoAttemptsLeft):
+		return observe.OutcomeNoAttemptsLeft
+	case errors.Is(err, ErrInvalid):
+		return ""
+	}
+	return observe.OutcomeError
+}
+
+func (r *Runner) begin(ctx context.Context, name string, slot time.Time) (*Attempt, error) {
 	if err := r.check(name); err != nil {
 		return nil, err
 	}
@@ -172,6 +199,13 @@ func (a *Attempt) Finish(ctx context.Context, err error) (Outcome, error) {
 	attempt := rec.Attempt
 	if kind == kindDone {
 		attempt = 0 // one done record per slot, whichever attempt made it
+	}
+	if a.r.obs != nil {
+		observed := observe.OutcomeRan
+		if outcome == RanAndFailed {
+			observed = observe.OutcomeFailed
+		}
+		a.r.observeRun(rec.Job, observed, rec.End.Sub(rec.Start))
 	}
 	_, recordErr := a.r.locker.TryObtain(ctx, slotKey(rec.Job, rec.Slot, kind, attempt), a.r.cfg.retention,
 		dlock.AsRecord(), dlock.WithValue(rec.encode(kind)))

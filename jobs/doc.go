@@ -51,6 +51,16 @@
 //     Redlock quorum; every record is a dlock lock with a value
 //     (dlock.WithValue), so it needs no other key type, and expires.
 //
+// # Metrics
+//
+// A Runner tells the observers of its Client (dlock.WithObserver) that are
+// observe.PackageObservers how each run ended (observe.OpRun), with the
+// job's name and, for a run made here, how long it took: ran, failed,
+// already done, running elsewhere, no attempts left, or an error of Redis
+// before it ran. Calls refused for bad input are not told. The Prometheus
+// and OpenTelemetry modules make metrics of them. Without such an
+// observer nothing is built.
+//
 // # Failure modes
 //
 // A run is a lease: a host that is paused longer than the lease (WithTTL)

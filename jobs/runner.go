@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/door"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Runner runs jobs at most once per schedule slot across the hosts that
@@ -17,10 +19,15 @@ import (
 type Runner struct {
 	locker *dlock.Client
 	cfg    config
+	obs    observe.PackageObserver // locker's; nil without one
 }
 
 // New returns a Runner that keeps its locks and records on the Redis
 // deployment of locker (made by dlock.New or dlock.NewRedlock).
+//
+// The Runner tells the observers of locker (dlock.WithObserver) that are
+// observe.PackageObservers how each run ended (observe.OpRun): the
+// Prometheus and OpenTelemetry modules count them by job and outcome.
 //
 // New does not talk to Redis. A nil locker or an invalid option is no
 // panic: New returns an error wrapping ErrInvalid, and no Runner.
@@ -32,7 +39,7 @@ func New(locker *dlock.Client, opts ...Option) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{locker: locker, cfg: cfg}, nil
+	return &Runner{locker: locker, cfg: cfg, obs: door.PackageObserver(locker)}, nil
 }
 
 // errNotNew is the error of every call of a Runner that New did not make.
@@ -145,4 +152,12 @@ func slotKey(name string, slot time.Time, kind string, attempt int) string {
 		key += "/" + strconv.Itoa(attempt)
 	}
 	return key
+}
+
+// observeRun tells the Runner's observer, if it has one, that a run of the
+// job name ended with outcome, after took.
+func (r *Runner) observeRun(name, outcome string, took time.Duration) {
+	if r.obs != nil {
+		r.obs.ObservePackage(observe.PackageEvent{Package: observe.PackageJobs, Op: observe.OpRun, Outcome: outcome, Name: name, Duration: took})
+	}
 }

@@ -1,10 +1,12 @@
 // Package observe defines what a dlock.Client tells of itself and its
 // locks, for metrics, traces and logs: the Observer it calls
 // (dlock.WithObserver installs one), and the Events, with their types,
-// results and reasons. It stands beside package dlock as net/http/httptrace
-// stands beside net/http: a program that does not observe does not need it.
-// The modules github.com/dlock-go/dlock/prometheus and
-// github.com/dlock-go/dlock/otel are Observers.
+// results and reasons; and the PackageObserver that the packages built on
+// a Client (cachefill, jobs, election, idempotency, stock) tell of
+// themselves, with their PackageEvents. It stands beside package dlock as
+// net/http/httptrace stands beside net/http: a program that does not
+// observe does not need it. The modules github.com/dlock-go/dlock/prometheus
+// and github.com/dlock-go/dlock/otel are Observers and PackageObservers.
 package observe
 
 import (

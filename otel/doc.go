@@ -60,6 +60,38 @@
 // unless WithKeyAttribute maps them to a bounded value (at most
 // WithMaxKeyValues distinct ones, the rest "other").
 //
+// # Metrics of the packages
+//
+// The Observer is also an observe.PackageObserver: the packages cachefill,
+// jobs, election and idempotency, built on a Client it observes, tell it
+// what they do, and package stock does when given it with
+// stock.WithObserver. Their metrics, as the Prometheus module's, with the
+// attribute dlock.outcome (the values of observe's Outcome constants):
+//
+//	dlock.cachefill.lookups         counter         entries read, by dlock.outcome: hit, stale, miss
+//	dlock.cachefill.waits           counter         misses that waited for another caller's load
+//	dlock.cachefill.load.duration   histogram (s)   loads, by dlock.op (load, refresh) and dlock.outcome:
+//	                                                stored, not_found, failed, not_stored
+//	dlock.cachefill.fallbacks       counter         loads made directly, Redis failing
+//	dlock.cachefill.gave_up         counter         loaders that stored nothing
+//	dlock.jobs.runs                 counter         runs, by dlock.job.name and dlock.outcome: ran, failed,
+//	                                                already_done, running_elsewhere, no_attempts_left, error
+//	dlock.jobs.run.duration         histogram (s)   runs made here, by dlock.job.name and dlock.outcome
+//	dlock.election.leader           up-down counter 1 while this process leads, by dlock.election.name
+//	dlock.election.terms            counter         terms, by dlock.election.name and dlock.outcome:
+//	                                                won, resigned, lost
+//	dlock.election.leader_changes   counter         changes of leader Observe saw, by dlock.election.name
+//	dlock.idempotency.calls         counter         calls, by dlock.outcome: stored, replayed, in_progress,
+//	                                                mismatch, failed, interrupted, not_stored, error
+//	dlock.stock.operations          counter         calls, by dlock.op (reserve, commit, cancel) and
+//	                                                dlock.outcome: ok, sold_out, conflict, no_reservation,
+//	                                                unknown_sku, unknown, error
+//
+// The names of jobs and elections are attributes: at most
+// WithMaxNameValues distinct ones, the rest "other". Cache keys,
+// idempotency keys and skus never are. A Client without an Observer costs
+// the packages nothing: they build no event.
+//
 // The Observer keeps no goroutine; the providers are the caller's to shut
 // down.
 package dlockotel

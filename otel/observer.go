@@ -29,6 +29,7 @@ type config struct {
 	meters   metric.MeterProvider
 	keyValue func(string) string
 	maxKeys  int
+	maxNames int
 	err      error
 }
 
@@ -87,13 +88,28 @@ func WithMaxKeyValues(n int) Option {
 	}
 }
 
+// WithMaxNameValues sets how many distinct values of dlock.job.name and
+// dlock.election.name the metrics admit: the first n met, together; the
+// others count as OtherNameValue. n must be positive; the default is
+// DefaultMaxNameValues.
+func WithMaxNameValues(n int) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.err = fmt.Errorf("dlockotel: WithMaxNameValues(%d): must be positive", n)
+		}
+		c.maxNames = n
+	}
+}
+
 // Observer traces and measures what dlock Clients do (see the package
-// documentation). It is an observe.CallObserver; install it with
-// dlock.WithObserver. It is safe for concurrent use, and one Observer may
+// documentation), and measures what the packages built on them do. It is
+// an observe.CallObserver and an observe.PackageObserver; install it with
+// dlock.WithObserver (and stock.WithObserver). It is safe for concurrent use, and one Observer may
 // serve several Clients.
 type Observer struct {
-	tracer  trace.Tracer
-	metrics instruments
+	tracer   trace.Tracer
+	metrics  instruments
+	packages packageInstruments
 }
 
 var _ observe.CallObserver = (*Observer)(nil)
@@ -101,7 +117,7 @@ var _ observe.CallObserver = (*Observer)(nil)
 // New returns an Observer. It returns an error for an invalid option, or
 // if the meter provider refuses an instrument.
 func New(opts ...Option) (*Observer, error) {
-	cfg := config{maxKeys: DefaultMaxKeyValues}
+	cfg := config{maxKeys: DefaultMaxKeyValues, maxNames: DefaultMaxNameValues}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, errors.New("dlockotel: nil Option")
@@ -117,7 +133,11 @@ func New(opts ...Option) (*Observer, error) {
 		cfg.meters = otel.GetMeterProvider()
 	}
 	o := &Observer{tracer: cfg.tracers.Tracer(ScopeName)}
-	if err := o.metrics.init(cfg.meters.Meter(ScopeName), cfg.keyValue, cfg.maxKeys); err != nil {
+	meter := cfg.meters.Meter(ScopeName)
+	if err := o.metrics.init(meter, cfg.keyValue, cfg.maxKeys); err != nil {
+		return nil, err
+	}
+	if err := o.packages.init(meter, cfg.maxNames); err != nil {
 		return nil, err
 	}
 	return o, nil

@@ -134,7 +134,8 @@ func ruleTest(t *testing.T, rules string, phases []phase, tests string) string {
 
 // quietWork does what must page nobody: jobs that succeed or fail (their
 // records are no locks), locks kept after the work and left to expire, an
-// election whose leader resigns while an observer watches.
+// election whose leader resigns while an observer watches (a seat left
+// empty for 10 minutes then warns: DlockNoLeader).
 func quietWork(t *testing.T, locker *dlock.Client) {
 	t.Helper()
 	ctx := context.Background()
@@ -193,9 +194,21 @@ func quietWork(t *testing.T, locker *dlock.Client) {
 	}
 }
 
+// counted reports whether the series name counts what quietWork does
+// without paging: records, and the runs and terms of the packages.
+func counted(name string) bool {
+	for _, p := range []string{"dlock_records_total", "dlock_jobs_runs_total", "dlock_election_terms_total", "dlock_election_leader_changes_total"} {
+		if strings.HasPrefix(name, p+"{") {
+			return true
+		}
+	}
+	return false
+}
+
 // TestAlertRules checks alerts.yml with promtool, and tests it on the
 // metrics of a real run: successful and failed jobs, kept locks and an
-// election page nobody; a lock taken away from its holder pages.
+// election page nobody; a lock taken away from its holder pages, and an
+// election seat left empty warns after 10 minutes.
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	tool := promtool(t)
@@ -221,7 +234,7 @@ func TestAlertRules(t *testing.T) {
 	eventually(t, 10*time.Second, "every key expired", func() bool { return testenv.OnlyMarkersLeft(ctx, srv.Client()) })
 	quiet := scrape(t, metrics)
 	for name, v := range quiet {
-		if v != 0 && !strings.HasPrefix(name, "dlock_records_total") {
+		if v != 0 && !counted(name) {
 			t.Errorf("after the quiet work, %s = %v, want 0", name, v)
 		}
 	}
@@ -264,6 +277,15 @@ func TestAlertRules(t *testing.T) {
       - eval_time: 34m
         alertname: DlockLocksLost
         exp_alerts: []
+      - eval_time: 14m
+        alertname: DlockNoLeader
+        exp_alerts: []
+      - eval_time: 20m
+        alertname: DlockNoLeader
+        exp_alerts:
+          - exp_labels: {severity: warn, job: app, election: leader}
+            exp_annotations:
+              summary: "app: nobody has led election leader for 10 minutes"
 `)
 	runTool(t, tool, func() string {
 		input, _ := os.ReadFile(file)

@@ -30,6 +30,7 @@ type Option func(*config)
 type config struct {
 	keyLabel      func(key string) string
 	maxKeyLabels  int
+	maxNameLabels int
 	obtainBuckets []float64
 	holdBuckets   []float64
 	err           error
@@ -64,7 +65,9 @@ func WithMaxKeyLabels(n int) Option {
 }
 
 // WithBuckets sets the buckets, in seconds, of dlock_obtain_duration_seconds
-// and dlock_hold_duration_seconds. The defaults are DefaultObtainBuckets and
+// (and dlock_cachefill_load_duration_seconds) and
+// dlock_hold_duration_seconds (and dlock_jobs_run_duration_seconds). The
+// defaults are DefaultObtainBuckets and
 // DefaultHoldBuckets.
 func WithBuckets(obtain, hold []float64) Option {
 	return func(c *config) {
@@ -76,7 +79,7 @@ func WithBuckets(obtain, hold []float64) Option {
 }
 
 // Collector is a prometheus.Collector of dlock's metrics (see the package
-// documentation) and the observe.Observer that counts them. Make one with
+// documentation) and the observe.PackageObserver that counts them. Make one with
 // New, register it, and install it on Clients with dlock.WithObserver. It
 // is safe for concurrent use.
 type Collector struct {
@@ -88,6 +91,7 @@ type Collector struct {
 	refreshFailures *prometheus.CounterVec
 	nodeErrors      *prometheus.CounterVec
 	records         *prometheus.CounterVec
+	pkg             *packageMetrics
 	all             []prometheus.Collector
 
 	keyLabel func(string) string // nil: no key label
@@ -96,7 +100,7 @@ type Collector struct {
 
 // New returns a Collector. It returns an error for an invalid option.
 func New(opts ...Option) (*Collector, error) {
-	cfg := config{maxKeyLabels: DefaultMaxKeyLabels, obtainBuckets: DefaultObtainBuckets, holdBuckets: DefaultHoldBuckets}
+	cfg := config{maxKeyLabels: DefaultMaxKeyLabels, maxNameLabels: DefaultMaxNameLabels, obtainBuckets: DefaultObtainBuckets, holdBuckets: DefaultHoldBuckets}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("dlockprom: nil Option")
@@ -139,7 +143,9 @@ func New(opts ...Option) (*Collector, error) {
 	c.records = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dlock_records_total", Help: "Obtains of records (dlock.AsRecord), kept apart from locks, by result: obtained (written), held (one was there), timeout, canceled, error.",
 	}, labelNames("result"))
-	c.all = []prometheus.Collector{c.obtain, c.hold, c.held, c.waiters, c.lost, c.refreshFailures, c.nodeErrors, c.records}
+	c.pkg = newPackageMetrics(cfg)
+	c.all = append([]prometheus.Collector{c.obtain, c.hold, c.held, c.waiters, c.lost, c.refreshFailures, c.nodeErrors, c.records},
+		c.pkg.collectors()...)
 	if cfg.keyLabel == nil {
 		// Series that alerts use exist from the start, at 0, so that
 		// rate() and increase() see the first loss.
@@ -224,3 +230,5 @@ func (c *Collector) values(e observe.Event, extra ...string) []string {
 	}
 	return values
 }
+
+var _ observe.PackageObserver = (*Collector)(nil)

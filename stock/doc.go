@@ -107,6 +107,16 @@
 // contain a brace, so a name reads back one way only: no two inventories,
 // whatever their prefixes, and no two skus share a key.
 //
+// # Metrics
+//
+// An Inventory given an observer with WithObserver tells it how each
+// Reserve, Commit and Cancel (and their All forms) that reached Redis
+// ended: ok, sold out, conflict, no reservation, unknown sku, unknown (no
+// answer came) or an error. Give it the Observer given to the dlock
+// Clients (the Prometheus module's Collector, the OpenTelemetry module's
+// Observer), so that one registration counts the locks and the stock;
+// the skus are no label. Without one nothing is built.
+//
 // # Failure modes
 //
 //   - A Redis that loses data loses stock. Without persistence, a restart

@@ -10,6 +10,7 @@ import (
 	"github.com/dlock-go/dlock/internal/batch"
 	"github.com/dlock-go/dlock/internal/owner"
 	"github.com/dlock-go/dlock/internal/redisclient"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Inventory counts the units of any number of skus in Redis, and the
@@ -21,7 +22,8 @@ type Inventory struct {
 	header1 []any // the first ARGV of every script on one sku (call.go)
 	ids     *callIDs
 	batch   *batch.Batcher[*scriptRun]
-	calls   *owner.Group // calls still running after their caller gave up
+	calls   *owner.Group            // calls still running after their caller gave up
+	obs     observe.PackageObserver // WithObserver; nil without one
 }
 
 // Levels is what Inventory.Levels reports of a sku.
@@ -58,6 +60,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Inventory, error) {
 		},
 		ids:   newCallIDs(),
 		calls: owner.New(),
+		obs:   o.obs,
 	}
 	inv.batch = batch.New(batchLanes, nil, inv.sendBatch)
 	return inv, nil

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Defaults and limits.
@@ -26,6 +28,7 @@ type Option func(*config)
 type config struct {
 	prefix    string
 	retention time.Duration
+	obs       observe.PackageObserver
 	err       error
 }
 
@@ -72,5 +75,23 @@ func WithRetention(d time.Duration) Option {
 			return
 		}
 		c.retention = d
+	}
+}
+
+// WithObserver makes the Inventory tell o how each Reserve, Commit and
+// Cancel (and their All forms) that reached Redis ended: observe.OpReserve,
+// OpCommit, OpCancel with their outcomes (ok, sold out, conflict, ...).
+// Give it the Observer given to the dlock Client with dlock.WithObserver
+// (the Prometheus module's Collector, the OpenTelemetry module's
+// Observer), so that one registration counts the locks and the stock. A
+// nil o is refused with ErrInvalidOption. The default is no observer,
+// which costs nothing.
+func WithObserver(o observe.PackageObserver) Option {
+	return func(c *config) {
+		if o == nil {
+			c.err = fmt.Errorf("%w: WithObserver(nil)", ErrInvalidOption)
+			return
+		}
+		c.obs = o
 	}
 }

@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock/internal/slot"
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Reserve holds qty units of sku for order, for hold: they are no longer
@@ -72,6 +74,9 @@ func (inv *Inventory) reserve(ctx context.Context, order string, skus []string, 
 	c := inv.newCall("reserve", order, skus, true, args...)
 	c.qty, c.batched = qty, true
 	_, err := c.run(ctx, reserveScript)
+	if inv.obs != nil {
+		inv.observe(observe.OpReserve, skus[0], err)
+	}
 	return err
 }
 
@@ -117,7 +122,31 @@ func (inv *Inventory) settle(ctx context.Context, op, outcome, order string, sku
 	c := inv.newCall(op, order, skus, true, order, outcome)
 	c.batched = true
 	_, err := c.run(ctx, settleScript)
+	if inv.obs != nil {
+		inv.observe(op, skus[0], err) // op is observe.OpCommit or OpCancel
+	}
 	return err
+}
+
+// observe tells the Inventory's observer, which must not be nil, how a
+// call of op on sku (the first of several) ended with err.
+func (inv *Inventory) observe(op, sku string, err error) {
+	outcome := observe.OutcomeError
+	switch {
+	case err == nil:
+		outcome = observe.OutcomeOK
+	case errors.Is(err, ErrSoldOut):
+		outcome = observe.OutcomeSoldOut
+	case errors.Is(err, ErrConflict):
+		outcome = observe.OutcomeConflict
+	case errors.Is(err, ErrNoReservation):
+		outcome = observe.OutcomeNoReservation
+	case errors.Is(err, ErrUnknownSKU):
+		outcome = observe.OutcomeUnknownSKU
+	case errors.Is(err, ErrOutcomeUnknown):
+		outcome = observe.OutcomeUnknown
+	}
+	inv.obs.ObservePackage(observe.PackageEvent{Package: observe.PackageStock, Op: op, Outcome: outcome, Key: sku})
 }
 
 func checkOrder(order string) error {

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/observe"
 )
 
 // ErrGuarded means an acquire found its guard key (WithGuard) and did not
@@ -50,6 +52,7 @@ type Lent struct {
 	ReleaseStoring func(ctx context.Context, lock any, key string, value []byte, ttl time.Duration) error
 	WaitReleaseOf  func(ctx context.Context, client any, key, fingerprint string) error
 	Logger         func(client any) *slog.Logger
+	Observers      func(client any) []observe.Observer
 	DeploymentOf   func(client any) Deployment
 }
 
@@ -139,4 +142,49 @@ type Deployment struct {
 // DeploymentOf returns the deployment of client, a *dlock.Client.
 func DeploymentOf(client any) Deployment {
 	return lent.DeploymentOf(client)
+}
+
+// PackageObserver returns what a package built on client (a *dlock.Client)
+// tells of itself: the client's Observers (dlock.WithObserver) that are
+// observe.PackageObservers, as one; nil if there is none, so that a
+// package can skip building its events. A package calls it once, in its
+// constructor, and keeps the result.
+func PackageObserver(client any) observe.PackageObserver {
+	return Join(lent.Observers(client))
+}
+
+// Join returns the observers of all that are observe.PackageObservers, as
+// one PackageObserver that tells each of them in turn; nil if there is
+// none.
+func Join(all []observe.Observer) observe.PackageObserver {
+	var pkgs packageObservers
+	for _, o := range all {
+		if p, ok := o.(observe.PackageObserver); ok {
+			pkgs = append(pkgs, p)
+		}
+	}
+	switch len(pkgs) {
+	case 0:
+		return nil
+	case 1:
+		return pkgs[0]
+	}
+	return pkgs
+}
+
+// packageObservers tells each of several PackageObservers.
+type packageObservers []observe.PackageObserver
+
+// Observe tells each of ps of e.
+func (ps packageObservers) Observe(e observe.Event) {
+	for _, p := range ps {
+		p.Observe(e)
+	}
+}
+
+// ObservePackage tells each of ps of e.
+func (ps packageObservers) ObservePackage(e observe.PackageEvent) {
+	for _, p := range ps {
+		p.ObservePackage(e)
+	}
 }

@@ -1,0 +1,9 @@
+package door_test
+
+import (
+	"testing"
+
+	"github.com/dlock-go/dlock/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
