@@ -25,6 +25,15 @@ var _ = door.Lend(door.Lent{
 		}
 		return l.releaseStoring(ctx, key, value, ttl)
 	},
+	Lifetime: func(lock any) context.Context {
+		l, ok := lock.(*Lock)
+		if !ok || l == nil {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(fmt.Errorf("%w: Lifetime of a %T, not a *dlock.Lock", ErrInvalidOption, lock))
+			return ctx
+		}
+		return l.h.Lifetime()
+	},
 	WaitReleaseOf: func(ctx context.Context, client any, key, fingerprint string) error {
 		c, ok := client.(*Client)
 		if !ok || c == nil {

@@ -42,8 +42,8 @@
 // are observe.PackageObservers when a term of this process begins (won)
 // and ends (resigned, or lost, also by the Client's Close), and when an
 // Observe of this process sees the seat change hands. The end of a term
-// is told by a goroutine that waits for it, started only where there is
-// such an observer. The Prometheus and OpenTelemetry modules make of them
+// is told when the lease ends, by a function context.AfterFunc runs then;
+// nothing waits for it before. The Prometheus and OpenTelemetry modules make of them
 // a gauge of leadership per election, and counters. Without such an
 // observer nothing is built.
 //

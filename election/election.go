@@ -182,19 +182,18 @@ func (e *Election) cleanupContext(ctx context.Context) (context.Context, context
 	return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.ttl)
 }
 
-// observeTerm tells the Election's observer that l began, and, from a
-// goroutine that ends with l's lease (resigned, lost, or its Client
-// closed), that it ended.
+// observeTerm tells the Election's observer that l began, and, when l's
+// lease ends (resigned, lost, or its Client closed), that it ended: from
+// a function context.AfterFunc runs then, so no goroutine waits for it.
 func (e *Election) observeTerm(l *Leadership) {
 	e.observe(observe.OpTerm, observe.OutcomeWon)
-	go func() {
-		<-l.Done()
+	context.AfterFunc(door.Lifetime(l.lock), func() {
 		outcome := observe.OutcomeLost
 		if errors.Is(l.Err(), ErrResigned) {
 			outcome = observe.OutcomeResigned
 		}
 		e.observe(observe.OpTerm, outcome)
-	}()
+	})
 }
 
 // observe tells the Election's observer of op and its outcome.

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/door"
 )
 
 // Leadership is one term of leadership, from Campaign. It is safe for
@@ -72,17 +73,15 @@ func (l *Leadership) Context() context.Context {
 	case <-l.lock.Done():
 		l.cancel(l.Err())
 	default:
-		go func() {
-			// Ends with the lease: resigned, lost, or its Client closed.
-			<-l.lock.Done()
-			l.cancel(l.Err())
-		}()
+		// Ends with the lease: resigned, lost, or its Client closed.
+		context.AfterFunc(door.Lifetime(l.lock), func() { l.cancel(l.Err()) })
 	}
 	return l.ctx
 }
 
-// ended cancels the context of Context, if there is one, at once: its own
-// goroutine does it too, a little later.
+// ended cancels the context of Context, if there is one, at once: the
+// function context.AfterFunc runs at the lock's end does it too, a little
+// later.
 func (l *Leadership) ended() {
 	l.mu.Lock()
 	cancel := l.cancel

@@ -50,6 +50,7 @@ func (e *GuardError) Is(target error) bool { return target == ErrGuarded }
 type Lent struct {
 	WithGuard      func(key string) any
 	ReleaseStoring func(ctx context.Context, lock any, key string, value []byte, ttl time.Duration) error
+	Lifetime       func(lock any) context.Context
 	WaitReleaseOf  func(ctx context.Context, client any, key, fingerprint string) error
 	Logger         func(client any) *slog.Logger
 	Observers      func(client any) []observe.Observer
@@ -101,6 +102,13 @@ func WithGuard[O any](key string) O {
 // dlock.ErrInvalidOption.
 func ReleaseStoring(ctx context.Context, lock any, key string, value []byte, ttl time.Duration) error {
 	return lent.ReleaseStoring(ctx, lock, key, value, ttl)
+}
+
+// Lifetime returns the context that is cancelled, with lock's Err as its
+// cause, when lock (a *dlock.Lock) ends: what context.AfterFunc needs to
+// act on the end of a lock without a goroutine that waits for it.
+func Lifetime(lock any) context.Context {
+	return lent.Lifetime(lock)
 }
 
 // WaitReleaseOf is dlock.Client.WaitRelease for a holder known by its
