@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,13 +61,10 @@ func TestSubscriberLinger(t *testing.T) {
 	if n := rdb.PubSubNumSub(context.Background(), channel).Val()[channel]; n != 1 {
 		t.Errorf("NUMSUB while lingering = %d, want 1", n)
 	}
-	deadline := time.Now().Add(5 * time.Second) // the sweep runs every linger/2 of the default
-	for rdb.PubSubNumSub(context.Background(), channel).Val()[channel] != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the lingering channel was never unsubscribed")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	// The sweep runs every linger/2 of the default.
+	testenv.Eventually(t, 5*time.Second, "the lingering channel unsubscribed", func() bool {
+		return rdb.PubSubNumSub(context.Background(), channel).Val()[channel] == 0
+	})
 	if s.WatchIfSubscribed(channel, "") != nil {
 		t.Error("watchIfSubscribed found the channel after it was unsubscribed")
 	}
@@ -77,18 +75,15 @@ func TestSubscriberLinger(t *testing.T) {
 func TestSubscriberLingerNotKeptByUnusedWatches(t *testing.T) {
 	t.Parallel()
 	_, s, channel := lingering(t)
-	deadline := time.Now().Add(6 * time.Second) // the sweep runs every linger/2 of the default
-	for {
+	// The sweep runs every linger/2 of the default.
+	testenv.Eventually(t, 6*time.Second, "the channel unsubscribed though unused watches come and go", func() bool {
 		unused := s.WatchIfSubscribed(channel, "")
 		if unused == nil {
-			break // unsubscribed
+			return true // unsubscribed
 		}
 		unused.StopUnused()
-		if time.Now().After(deadline) {
-			t.Fatal("unused watches kept the channel subscribed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // subChannel returns the release channel of a lock key unique to the test.
@@ -383,19 +378,24 @@ func TestSubscriberClosed(t *testing.T) {
 			_, err := s.Watch(ctx, other, "")
 			errc <- err
 		}()
-		time.Sleep(50 * time.Millisecond) // let it wait for the confirmation
-		start := time.Now()
-		s.Close()
+		testenv.Eventually(t, 5*time.Second, "the watch to wait for its confirmation", func() bool {
+			return slices.Contains(knownChannels(s), other)
+		})
+		// Redis stays paused until the test ends: Close, and the watch it
+		// ends, return without it. The watch would otherwise end with its
+		// context's deadline, not ErrClosed.
+		closed := make(chan struct{})
+		go func() {
+			s.Close()
+			close(closed)
+		}()
 		select {
-		case err := <-errc:
-			if !errors.Is(err, ErrClosed) {
-				t.Errorf("waiting watch = %v, want ErrClosed", err)
-			}
-		case <-time.After(2 * time.Second):
-			t.Fatal("a waiting watch did not return within 2s of close")
+		case <-closed:
+		case <-time.After(10 * time.Second): // only ends a hung test
+			t.Fatal("Close waits for the paused Redis")
 		}
-		if took := time.Since(start); took > 2*time.Second {
-			t.Errorf("close took %v on a paused server", took)
+		if err := <-errc; !errors.Is(err, ErrClosed) {
+			t.Errorf("waiting watch = %v, want ErrClosed", err)
 		}
 	})
 }
@@ -533,10 +533,10 @@ func TestSubscriberPaused(t *testing.T) {
 	w := mustWatch(t, s, channel, "")
 
 	srv.Pause()
-	start := time.Now()
+	// A call to the paused Redis would end with the context's deadline.
 	second, err := s.Watch(subCtx(t, time.Second), channel, "")
-	if err != nil || time.Since(start) > 100*time.Millisecond {
-		t.Errorf("second watch of a confirmed channel on a paused Redis = %v after %v, want at once", err, time.Since(start))
+	if err != nil {
+		t.Errorf("second watch of a confirmed channel on a paused Redis = %v, want it at once, without Redis", err)
 	}
 	if s.WatchIfSubscribed(other, "") != nil {
 		t.Error("watchIfSubscribed of a channel never watched returned a watch")
@@ -545,7 +545,7 @@ func TestSubscriberPaused(t *testing.T) {
 	if third == nil {
 		t.Error("watchIfSubscribed of a confirmed channel returned nil")
 	}
-	start = time.Now()
+	start := time.Now()
 	if _, err := s.Watch(subCtx(t, 200*time.Millisecond), other, ""); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("watch of a new channel on a paused Redis = %v, want DeadlineExceeded", err)
 	}
