@@ -7,7 +7,9 @@
 //	if err != nil {
 //		return err // a nil rdb or an invalid option
 //	}
-//	err = inv.Set(ctx, "console", 1000)
+//	if err := inv.Set(ctx, "console", 1000); err != nil {
+//		return err
+//	}
 //
 //	err = inv.Reserve(ctx, "console", orderID, 1, 10*time.Minute)
 //	if errors.Is(err, stock.ErrSoldOut) {
