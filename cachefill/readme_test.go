@@ -104,3 +104,26 @@ func TestReadmeProductPage(t *testing.T) {
 		t.Errorf("%d renderings, want the missing product's once", n)
 	}
 }
+
+// docCode is the code of the package's doc (doc.go), as written, so that
+// it compiles; TestDocCodeIsTested checks that the two agree.
+func docCode(ctx context.Context, locker *dlock.Client, db interface {
+	LoadUser(ctx context.Context, id int) ([]byte, error)
+}) error {
+	cache, err := cachefill.New(locker) // the process's dlock.Client; one Cache per process
+	if err != nil {
+		return err // a nil or Redlock Client, or an invalid option
+	}
+	defer cache.Close() // before locker.Close
+
+	v, err := cache.Get(ctx, "user:42", time.Minute, func(ctx context.Context) ([]byte, error) {
+		return db.LoadUser(ctx, 42) // return cachefill.ErrNotFound for a missing row
+	})
+	_ = v
+	return err
+}
+
+func TestDocCodeIsTested(t *testing.T) {
+	_ = docCode
+	testenv.DocCodeIsTested(t, 1)
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -58,4 +59,22 @@ func TestReadmeLead(t *testing.T) {
 	if len(terms) != 2 || terms[1] <= terms[0] {
 		t.Errorf("terms %v, want two, increasing", terms)
 	}
+}
+
+// docCode is the code of the package's doc (doc.go), as written, so that
+// it compiles; TestDocCodeIsTested checks that the two agree.
+func docCode(ctx context.Context, locker *dlock.Client, hostname string, schedule func(context.Context) error) error {
+	e, err := election.New(locker, "billing-scheduler")
+	if err != nil {
+		return err // an empty name or an invalid option: election.ErrInvalid
+	}
+	err = election.Lead(ctx, e, hostname, func(ctx context.Context) error {
+		return schedule(ctx) // runs on one process at a time; ctx ends on loss
+	})
+	return err
+}
+
+func TestDocCodeIsTested(t *testing.T) {
+	_ = docCode
+	testenv.DocCodeIsTested(t, 1)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock/faults"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -133,4 +134,27 @@ func ExampleProxy_BlackholeReplies() {
 		}
 	}
 	_ = testLostReply
+}
+
+// docCode is the code of the package's doc (doc.go), as written, so that
+// it compiles; TestDocCodeIsTested checks that the two agree.
+func docCode(t *testing.T) {
+	srv := redistest.NewServer(t)
+	p := faults.New(t, srv.Addr())
+	rdb := p.Client() // go-redis, short timeouts, no retries
+
+	p.Cut()     // every connection closed, new ones refused
+	p.Restore() // connections accepted again
+
+	remove := p.Latency(50*time.Millisecond, 0) // each direction 50ms slower
+	remove()
+
+	p.Blackhole() // connections open, nothing passes: commands time out
+	p.Clear()     // every fault removed, every connection closed
+	_ = rdb
+}
+
+func TestDocCodeIsTested(t *testing.T) {
+	_ = docCode
+	testenv.DocCodeIsTested(t, 1)
 }

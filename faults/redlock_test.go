@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/faults"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // quorum is n nodes behind proxies, and a Redlock Client that reaches them
@@ -201,16 +202,12 @@ func TestRedlockRepliesLost(t *testing.T) {
 	for _, r := range remove {
 		r()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.Eventually(t, 5*time.Second, "the lost acquire cleaned up, the lock free", func() bool {
 		lock, err := q.locker.TryObtain(context.Background(), "job", time.Minute)
-		if err == nil {
-			_ = lock.Release(context.Background())
-			break
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lost acquire was never cleaned up: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		_ = lock.Release(context.Background())
+		return true
+	})
 }

@@ -2,12 +2,21 @@
 // (github.com/go-co-op/gocron/v2) once across hosts, with dlock.
 //
 //	runner, err := jobs.New(dlockClient)
+//	if err != nil {
+//		return err
+//	}
 //	locker, err := dlockgocron.NewLocker(runner, time.Minute)
+//	if err != nil {
+//		return err
+//	}
 //	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker))
 //
 // or, to run every job on one elected scheduler:
 //
 //	seat, err := election.New(dlockClient, "scheduler")
+//	if err != nil {
+//		return err
+//	}
 //	elector := dlockgocron.NewElector(seat, hostname)
 //	defer elector.Close()
 //	s, err := gocron.NewScheduler(gocron.WithDistributedElector(elector))

@@ -11,6 +11,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
 	dlockgocron "github.com/dlock-go/dlock/gocron"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // toldElector wraps an Elector to tell the test when a firing is skipped;
@@ -29,11 +30,11 @@ func (e toldElector) IsLeader(ctx context.Context) error {
 }
 
 // leader waits until exactly one of electors leads, and returns its index.
+// Two leading at once fails the test.
 func leader(t *testing.T, electors []*dlockgocron.Elector) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second) // only ends a hung test
-	for {
-		leading := -1
+	leading := -1
+	testenv.Eventually(t, 10*time.Second, "one elector to lead", func() bool {
 		n := 0
 		for i, e := range electors {
 			if e.IsLeader(t.Context()) == nil {
@@ -43,14 +44,9 @@ func leader(t *testing.T, electors []*dlockgocron.Elector) int {
 		if n > 1 {
 			t.Fatalf("%d electors lead at once", n)
 		}
-		if n == 1 {
-			return leading
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no leader within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return n == 1
+	})
+	return leading
 }
 
 // Three schedulers with skewed clocks and an Elector each: every minute
@@ -94,13 +90,9 @@ func TestElectorClientClosed(t *testing.T) {
 		t.Errorf("Leadership() = %v while leading", l)
 	}
 	locker.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for err := e.IsLeader(t.Context()); !errors.Is(err, dlock.ErrClosed); err = e.IsLeader(t.Context()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("IsLeader after the Client closed = %v, want ErrClosed", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "IsLeader to return ErrClosed once the Client is closed", func() bool {
+		return errors.Is(e.IsLeader(t.Context()), dlock.ErrClosed)
+	})
 	if e.Leadership() != nil {
 		t.Error("Leadership() is not nil after the Client closed")
 	}
@@ -110,9 +102,9 @@ func TestElectorClientClosed(t *testing.T) {
 func BenchmarkIsLeader(b *testing.B) {
 	e := dlockgocron.NewElector(newElection(b, newLocker(b), testName(b)), "a")
 	defer e.Close()
-	for e.IsLeader(context.Background()) != nil {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(b, 10*time.Second, "the elector to lead", func() bool {
+		return e.IsLeader(context.Background()) == nil
+	})
 	for b.Loop() {
 		if err := e.IsLeader(context.Background()); err != nil {
 			b.Fatal(err)

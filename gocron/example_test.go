@@ -2,6 +2,7 @@ package dlockgocron_test
 
 import (
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -10,6 +11,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
 	dlockgocron "github.com/dlock-go/dlock/gocron"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/jobs"
 )
 
@@ -67,4 +69,41 @@ func ExampleNewElector() {
 	s.Start()
 	s.Shutdown()
 	// Output: <nil>
+}
+
+// docLocker and docElector are the code of the package's doc (doc.go), as
+// written, so that it compiles; TestDocCodeIsTested checks that they agree.
+func docLocker(dlockClient *dlock.Client) error {
+	runner, err := jobs.New(dlockClient)
+	if err != nil {
+		return err
+	}
+	locker, err := dlockgocron.NewLocker(runner, time.Minute)
+	if err != nil {
+		return err
+	}
+	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker))
+	if err != nil {
+		return err
+	}
+	return s.Shutdown()
+}
+
+func docElector(dlockClient *dlock.Client, hostname string) error {
+	seat, err := election.New(dlockClient, "scheduler")
+	if err != nil {
+		return err
+	}
+	elector := dlockgocron.NewElector(seat, hostname)
+	defer elector.Close()
+	s, err := gocron.NewScheduler(gocron.WithDistributedElector(elector))
+	if err != nil {
+		return err
+	}
+	return s.Shutdown()
+}
+
+func TestDocCodeIsTested(t *testing.T) {
+	_, _ = docLocker, docElector
+	testenv.DocCodeIsTested(t, 2)
 }

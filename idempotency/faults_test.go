@@ -117,11 +117,11 @@ func TestMiddlewareRedisPaused(t *testing.T) {
 	// The hung request's acquire lands when Redis is back, and is released
 	// at once, as its caller gave up; until then a retry is told 409.
 	ctx = testenv.Timeout(t, 10*time.Second)
-	r := post(ctx, t, web.URL, `"k"`, "")
-	for r.status == http.StatusConflict && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
+	var r reply
+	testenv.Eventually(t, 10*time.Second, "a retry not told 409 once the hung acquire is released", func() bool {
 		r = post(ctx, t, web.URL, `"k"`, "")
-	}
+		return r.status != http.StatusConflict
+	})
 	if r.status != http.StatusCreated || pay.charges.Load() != 1 {
 		t.Errorf("retry after Redis came back: %d, %d charges; want one charge", r.status, pay.charges.Load())
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -77,4 +78,21 @@ func readmeChargeOnce(t *testing.T, locker *dlock.Client, payHandler http.Handle
 		}
 	}
 	return nil
+}
+
+// docCode is the code of the package's doc (doc.go), as written, so that
+// it compiles; TestDocCodeIsTested checks that the two agree.
+func docCode(locker *dlock.Client, payHandler http.Handler) error {
+	store, err := idempotency.New(locker) // locker: the process's dlock.Client
+	if err != nil {
+		return err
+	}
+	defer store.Close() // before locker.Close
+	http.Handle("POST /payments", store.Middleware(payHandler))
+	return nil
+}
+
+func TestDocCodeIsTested(t *testing.T) {
+	_ = docCode
+	testenv.DocCodeIsTested(t, 1)
 }

@@ -78,11 +78,11 @@ func TestMiddlewareStoreUnansweredResent(t *testing.T) {
 		t.Errorf("logged %q; want one warning that the store's outcome is unknown, none that it was not stored", logs.all())
 	}
 	receive(t, resumed)
-	r := post(ctx, t, web.URL, `"k"`, "")
-	for r.status == http.StatusConflict && ctx.Err() == nil { // until the lock's key expires
-		time.Sleep(50 * time.Millisecond)
+	var r reply
+	testenv.Eventually(t, 20*time.Second, "a retry not told 409 once the lock's key expired", func() bool {
 		r = post(ctx, t, web.URL, `"k"`, "")
-	}
+		return r.status != http.StatusConflict
+	})
 	if r.status != http.StatusCreated || r.body != "2" || r.header.Get(idempotency.ReplayHeader) != "" {
 		t.Errorf("retry: %d %q, replayed %q; want the handler to run again", r.status, r.body, r.header.Get(idempotency.ReplayHeader))
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/jobs"
 	"github.com/dlock-go/dlock/redistest"
@@ -43,4 +44,23 @@ func TestReadmeNightly(t *testing.T) {
 			break
 		}
 	}
+}
+
+// docCode is the code of the package's doc (doc.go), as written, so that
+// it compiles; TestDocCodeIsTested checks that the two agree.
+func docCode(ctx context.Context, locker *dlock.Client, report func(context.Context) error) error {
+	runner, err := jobs.New(locker) // one per process
+	if err != nil {
+		return err // an invalid option: jobs.ErrInvalid
+	}
+	slot := jobs.Slot(time.Now(), 24*time.Hour)
+	outcome, err := runner.Run(ctx, "nightly-report", slot, report)
+	// outcome: jobs.Ran here, or AlreadyDone, RunningElsewhere, ...
+	_ = outcome
+	return err
+}
+
+func TestDocCodeIsTested(t *testing.T) {
+	_ = docCode
+	testenv.DocCodeIsTested(t, 1)
 }

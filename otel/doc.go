@@ -6,7 +6,11 @@
 // provider given (by default the global one, otel.GetTracerProvider):
 //
 //	obs, err := dlockotel.New()
+//	if err != nil {
+//		return err // an invalid option, or an instrument the meter provider refused
+//	}
 //	locker := dlock.New(rdb, dlock.WithObserver(obs))
+//	defer locker.Close()
 //
 // # Spans
 //

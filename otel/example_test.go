@@ -3,6 +3,7 @@ package dlockotel_test
 import (
 	"context"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 	dlockotel "github.com/dlock-go/dlock/otel"
 )
 
@@ -43,4 +45,21 @@ func Example() {
 	// dlock obtain
 	// dlock release
 	// dlock do
+}
+
+// docCode is the code of the package's doc (doc.go), as written, so that
+// it compiles; TestDocCodeIsTested checks that the two agree.
+func docCode(rdb *redis.Client) error {
+	obs, err := dlockotel.New()
+	if err != nil {
+		return err // an invalid option, or an instrument the meter provider refused
+	}
+	locker := dlock.New(rdb, dlock.WithObserver(obs))
+	defer locker.Close()
+	return nil
+}
+
+func TestDocCodeIsTested(t *testing.T) {
+	_ = docCode
+	testenv.DocCodeIsTested(t, 1)
 }

@@ -125,7 +125,7 @@ func TestClusterManualFailover(t *testing.T) {
 	if got := c.ReplicasOf(replica); !slices.Equal(got, []*redistest.Server{primary}) {
 		t.Errorf("ReplicasOf(new primary) = %v, want the old primary", got)
 	}
-	if got := eventually(t, rdb, key); got != "token" {
+	if got := getEventually(t, rdb, key); got != "token" {
 		t.Errorf("GET %s after the failover = %q, want the value acknowledged by WAIT 1", key, got)
 	}
 	// The old primary is a replica in sync: writes reach it.
@@ -138,7 +138,7 @@ func TestClusterManualFailover(t *testing.T) {
 	if got := c.Failover(replica); got != primary {
 		t.Errorf("Failover back promoted %s, want %s", got.Addr(), primary.Addr())
 	}
-	if got := eventually(t, rdb, key); got != "token2" {
+	if got := getEventually(t, rdb, key); got != "token2" {
 		t.Errorf("GET %s after failing back = %q, want \"token2\"", key, got)
 	}
 }
@@ -163,7 +163,7 @@ func TestClusterKillPrimary(t *testing.T) {
 	if got := c.PrimaryOf(key); got != replica {
 		t.Errorf("PrimaryOf(%q) = %s after the failover, want %s", key, got.Addr(), replica.Addr())
 	}
-	if got := eventually(t, rdb, key); got != "7" {
+	if got := getEventually(t, rdb, key); got != "7" {
 		t.Errorf("GET %s after the failover = %q, want the value acknowledged by WAIT 1", key, got)
 	}
 	for slot := 0; slot < redistest.Slots; slot += 1000 {

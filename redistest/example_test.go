@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -191,4 +192,18 @@ func ExampleNewReplica() {
 		_ = replica.Client().Get(t.Context(), "k").Val()
 	}
 	_ = testReadYourWrites
+}
+
+// TestCounter is the test the package's doc (doc.go) shows, as written;
+// TestDocCodeIsTested checks that the two agree.
+func TestCounter(t *testing.T) {
+	srv := redistest.NewServer(t)
+	rdb := srv.Client()
+	if err := rdb.Incr(t.Context(), "n").Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDocCodeIsTested(t *testing.T) {
+	testenv.DocCodeIsTested(t, 1)
 }

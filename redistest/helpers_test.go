@@ -1,7 +1,6 @@
 package redistest_test
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"testing"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -27,23 +27,18 @@ func setAndWait(t *testing.T, rdb *redis.Client, key, value string, n int) {
 	}
 }
 
-// eventually returns the value of key through rdb once GET stops failing,
-// as it does for a moment after a failover, or fails the test after ten
-// seconds.
-func eventually(t *testing.T, rdb redis.Cmdable, key string) string {
+// getEventually returns the value of key through rdb once GET stops
+// failing, as it does for a moment after a failover, or fails the test
+// after ten seconds.
+func getEventually(t *testing.T, rdb redis.Cmdable, key string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	for {
-		got, err := rdb.Get(ctx, key).Result()
-		if err == nil {
-			return got
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("GET %s still fails: %v", key, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var got string
+	testenv.Eventually(t, 10*time.Second, "GET "+key+" to succeed", func() bool {
+		v, err := rdb.Get(t.Context(), key).Result()
+		got = v
+		return err == nil
+	})
+	return got
 }
 
 // fatalTB is a test whose Fatalf records its message and ends the

@@ -1,11 +1,11 @@
 package redistest_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -53,13 +53,8 @@ func TestReplicaOfAReplica(t *testing.T) {
 	leaf := redistest.NewReplica(t, middle)
 	setAndWait(t, primary.Client(), "k", "v", 1)
 	// WAIT counts only direct replicas; the leaf gets the write a moment later.
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
 	leafRDB := leaf.Client()
-	for leafRDB.Get(ctx, "k").Val() != "v" {
-		if ctx.Err() != nil {
-			t.Fatal("the write never reached the replica of the replica")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 5*time.Second, "the write to reach the replica of the replica", func() bool {
+		return leafRDB.Get(t.Context(), "k").Val() == "v"
+	})
 }

@@ -37,7 +37,7 @@ func TestSentinelDeploymentKillPrimary(t *testing.T) {
 		t.Errorf("Primary() = %s after WaitFailover returned %s", d.Primary().Addr(), primary.Addr())
 	}
 	// The failover client finds the new primary by itself.
-	if got := eventually(t, rdb, "k"); got != "v" {
+	if got := getEventually(t, rdb, "k"); got != "v" {
 		t.Errorf("GET through the failover client = %q, want \"v\"", got)
 	}
 	mustSet(t, rdb, "after", "failover")
@@ -65,7 +65,7 @@ func TestSentinelDeploymentFailover(t *testing.T) {
 	if primary == old {
 		t.Fatalf("Failover returned the old primary %s", old.Addr())
 	}
-	if got := eventually(t, rdb, "k"); got != "v" {
+	if got := getEventually(t, rdb, "k"); got != "v" {
 		t.Errorf("GET through the failover client = %q, want \"v\"", got)
 	}
 	policy, err := primary.Client().ConfigGet(t.Context(), "maxmemory-policy").Result()

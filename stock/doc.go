@@ -4,10 +4,17 @@
 // expires.
 //
 //	inv, err := stock.New(rdb) // any go-redis client; one per process
-//	err = inv.Set(ctx, "console", 1000)
+//	if err != nil {
+//		return err // a nil rdb or an invalid option
+//	}
+//	if err := inv.Set(ctx, "console", 1000); err != nil {
+//		return err
+//	}
 //
 //	err = inv.Reserve(ctx, "console", orderID, 1, 10*time.Minute)
-//	if errors.Is(err, stock.ErrSoldOut) { ... }
+//	if errors.Is(err, stock.ErrSoldOut) {
+//		return err // nothing left to reserve: tell the buyer
+//	}
 //	// take the payment, then
 //	err = inv.Commit(ctx, "console", orderID) // or inv.Cancel
 //

@@ -64,3 +64,28 @@ func readmeSale(t *testing.T, rdb *redis.Client) error {
 	}
 	return nil
 }
+
+// docCode is the code of the package's doc (doc.go), as written, so that
+// it compiles; TestDocCodeIsTested checks that the two agree.
+func docCode(ctx context.Context, rdb *redis.Client, orderID string) error {
+	inv, err := stock.New(rdb) // any go-redis client; one per process
+	if err != nil {
+		return err // a nil rdb or an invalid option
+	}
+	if err := inv.Set(ctx, "console", 1000); err != nil {
+		return err
+	}
+
+	err = inv.Reserve(ctx, "console", orderID, 1, 10*time.Minute)
+	if errors.Is(err, stock.ErrSoldOut) {
+		return err // nothing left to reserve: tell the buyer
+	}
+	// take the payment, then
+	err = inv.Commit(ctx, "console", orderID) // or inv.Cancel
+	return err
+}
+
+func TestDocCodeIsTested(t *testing.T) {
+	_ = docCode
+	testenv.DocCodeIsTested(t, 1)
+}

@@ -71,7 +71,7 @@ func commands() []command {
 		{name: "top", summary: "watch the locks held, refreshed in place: holders, ttl, waiters, acquisitions per second", run: runTop},
 		{name: "release", summary: "delete a lock whoever holds it (with --force)", run: runRelease},
 		{name: "check", summary: "warn about Redis settings that weaken locks", run: runCheck},
-		{name: "demo", summary: "run the cases this project started from and check their invariants", run: runDemo},
+		{name: "demo", summary: "run the classic cases of distributed locking and check their invariants", run: runDemo},
 	}
 }
 

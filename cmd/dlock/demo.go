@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-const demoAbout = `demo runs the cases this project started from, with goroutines standing in
+const demoAbout = `demo runs the classic cases of distributed locking, with goroutines standing in
 for service instances, and checks the invariant of each:
 
   double-click pay    five clicks on one pay button, sent over HTTP through the

@@ -342,6 +342,13 @@ func (f *inspectFlags) do(ctx context.Context, stderr io.Writer, quiet bool, fn 
 		fmt.Fprintln(stderr, err)
 		return exitUnavailable
 	}
+	return f.use(rdbs, down, quiet, stderr, func(t target) error { return fn(ctx, t) })
+}
+
+// use runs fn on a target made of rdbs, the nodes that answered, and returns
+// the exit status: errors are printed. The nodes that did not answer (down)
+// are warned about on stderr, unless quiet. use closes rdbs.
+func (f *inspectFlags) use(rdbs []*redis.Client, down []nodeDown, quiet bool, stderr io.Writer, fn func(target) error) int {
 	defer closeAll(rdbs)
 	if !quiet {
 		for _, d := range down {
@@ -354,7 +361,7 @@ func (f *inspectFlags) do(ctx context.Context, stderr io.Writer, quiet bool, fn 
 		return exitUsage
 	}
 	defer locker.Close()
-	return finish(fn(ctx, target{locker: locker, nodes: rdbs, down: down}), stderr)
+	return finish(fn(target{locker: locker, nodes: rdbs, down: down}), stderr)
 }
 
 // parseKeyAndFlags parses a verb's command line of one KEY with flags before

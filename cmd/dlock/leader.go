@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/election"
@@ -138,15 +137,5 @@ func (f *inspectFlags) connectTarget(ctx context.Context, stderr io.Writer, fn f
 		fmt.Fprintln(stderr, err)
 		return exitUnavailable
 	}
-	defer closeAll(rdbs)
-	for _, d := range down {
-		fmt.Fprintln(stderr, "dlock: "+downWarning(d, len(rdbs), len(down)))
-	}
-	locker, err := newLocker(rdbs, min(time.Second, f.timeout))
-	if err != nil { // the URLs were checked: cannot happen
-		fmt.Fprintln(stderr, err)
-		return exitUsage
-	}
-	defer locker.Close()
-	return finish(fn(target{locker: locker, nodes: rdbs, down: down}), stderr)
+	return f.use(rdbs, down, false, stderr, fn)
 }

@@ -24,7 +24,7 @@
 //	release delete a lock whoever holds it; refuses without --force, and
 //	        refuses a package's record or a value that is no lock
 //	check   warn about Redis settings that weaken locks (eviction, no AOF)
-//	demo    run the cases this project started from (a cron job on two hosts,
+//	demo    run the classic cases of distributed locking (a cron job on two hosts,
 //	        a double-clicked pay button, a flash sale, a lock that expires
 //	        under a slow holder, a job longer than its lock's ttl, a worker
 //	        cut off from Redis, a leader that dies) and check that each

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // dlockBinary is the dlock program built by TestMain, for the tests that run
@@ -52,13 +54,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // waitUntil polls cond until it holds, and fails the test after 10s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, what, cond)
 }
 
 // defaultHolderName is the holder name of a Client made without

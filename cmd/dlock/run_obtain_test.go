@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -34,28 +35,42 @@ func TestWaitLine(t *testing.T) {
 }
 
 // TestShowWait checks the line redrawn on a terminal while dlock waits: it
-// is drawn at once, redrawn in place, and erased at the end.
+// is drawn at once, redrawn in place every waitRedraw, and erased at the
+// end. The redraws run on the fake clock of a synctest bubble (the Client is
+// made in it; Redis answers over the network, during which the clock stands
+// still), so two and a half periods are exactly two redraws.
 func TestShowWait(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t)
-	rdb := srv.Client()
-	rdb.Set(t.Context(), "k", "another holder", 10*time.Second) // by another client: no name
-	var out bytes.Buffer
-	w := &lockedWriter{w: &out}
-	locker := dlock.New(rdb)
-	t.Cleanup(func() { locker.Close() })
-	stop := showWait(t.Context(), locker, "k", time.Now().Add(5*time.Second), w)
-	time.Sleep(2*waitRedraw + waitRedraw/2)
-	stop()
+	synctest.Test(t, func(t *testing.T) {
+		rdb := srv.Client()
+		rdb.Set(t.Context(), "k", "another holder", 10*time.Second) // by another client: no name
+		var out bytes.Buffer
+		w := &lockedWriter{w: &out}
+		locker := dlock.New(rdb)
+		defer locker.Close()
+		stop := showWait(t.Context(), locker, "k", time.Now().Add(5*time.Second), w)
+		time.Sleep(2*waitRedraw + waitRedraw/2)
+		stop()
+		checkShowWait(t, out.String())
+	})
+}
 
-	text := out.String()
+// checkShowWait checks what showWait drew: the first line, two redraws and
+// the line that erases them.
+func checkShowWait(t *testing.T, text string) {
+	t.Helper()
 	lines := strings.Split(strings.TrimSuffix(text, "\r"), "\r")[1:] // the text starts with \r
-	if len(lines) < 3 || !strings.HasPrefix(text, "\r") {
-		t.Fatalf("drew %q, want 3 lines or more, each after \\r", text)
+	if len(lines) != 4 || !strings.HasPrefix(text, "\r") {
+		t.Fatalf("drew %q, want 4 lines (drawn, redrawn twice, erased), each after \\r", text)
 	}
-	for _, line := range lines[:len(lines)-1] {
+	for i, line := range lines[:len(lines)-1] {
 		if !strings.HasPrefix(line, `dlock: waiting for the lock on "k", held by another holder [`+sha256Prefix("another holder")+`] for `) || !strings.Contains(line, "s more; giving up in ") {
 			t.Errorf("drew %q", line)
+		}
+		// The deadline is 5s away; the redraws come waitRedraw apart.
+		if left := []string{"5.0s", "4.8s", "4.5s"}[i]; !strings.HasSuffix(strings.TrimRight(line, " "), "giving up in "+left) {
+			t.Errorf("line %d %q, want it to end giving up in %s", i, line, left)
 		}
 	}
 	if last := lines[len(lines)-1]; strings.TrimSpace(last) != "" || len(last) < len(lines[0]) {

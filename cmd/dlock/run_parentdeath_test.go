@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -42,16 +41,8 @@ func TestCommandDiesWithDlock(t *testing.T) {
 			}
 			checkCode(t, p.wait(t), -1) // killed
 			// The kernel sends the signal as dlock exits, before its
-			// parent can reap it: a second is plenty for the command to go.
-			for i := 0; ; i++ {
-				if !alive(pid) {
-					break
-				}
-				if i == 100 {
-					t.Fatalf("the command (pid %d) still runs a second after dlock was killed", pid)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			// parent can reap it.
+			waitUntil(t, fmt.Sprintf("the command (pid %d) to end after dlock was killed", pid), func() bool { return !alive(pid) })
 		})
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +90,41 @@ func TestEventually(t *testing.T) {
 	testenv.Eventually(r, 20*time.Millisecond, "never", func() bool { return r.failed != "" })
 	if r.failed != "never: not within 20ms" {
 		t.Errorf("the failure said %q", r.failed)
+	}
+}
+
+// errorsTB records the errors reported to it, and fails nothing.
+type errorsTB struct {
+	testing.TB
+	errs []string
+}
+
+func (r *errorsTB) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// DocCodeIsTested finds each block of doc.go's code in the test files
+// whatever its indentation, blank lines inside it included, and reports
+// the block found in none.
+func TestDocCodeIsTested(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"doc.go":    "// Package p.\n//\n//\ta := 1\n//\n//\tb := a\n//\n// Text.\n//\n//\tc := 2\npackage p\n",
+		"p_test.go": "package p\n\nfunc f() {\n\t\ta := 1\n\n\t\tb := a\n}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	first := &errorsTB{TB: t}
+	testenv.DocCodeIsTested(first, 1)
+	if len(first.errs) != 0 {
+		t.Errorf("the first block, in p_test.go: %q", first.errs)
+	}
+	both := &errorsTB{TB: t}
+	testenv.DocCodeIsTested(both, 2)
+	if len(both.errs) != 1 || !strings.HasSuffix(both.errs[0], ":\nc := 2") {
+		t.Errorf("the second block, in no test file: %q, want one error showing it", both.errs)
 	}
 }

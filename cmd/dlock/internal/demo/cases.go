@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -99,6 +100,19 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// together runs fn(0) to fn(n-1) at once, each in a goroutine standing in
+// for an instance or a host, and returns when all have, with their errors
+// joined.
+func together(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = fn(i) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // errText is err's message without the "dlock: " the library starts it

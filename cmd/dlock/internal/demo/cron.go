@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -34,15 +33,11 @@ func cronOnTwoHosts(ctx context.Context, d *env) result {
 	runsKey := job + ":runs"
 	defer d.cleanup(ctx, runsKey)
 	outcomes := make([]jobs.Outcome, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for host := range outcomes {
-		wg.Go(func() {
-			outcomes[host], errs[host] = d.jobsHost(ctx, job, runsKey, host)
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := together(len(outcomes), func(host int) (err error) {
+		outcomes[host], err = d.jobsHost(ctx, job, runsKey, host)
+		return err
+	})
+	if err != nil {
 		return failed(err)
 	}
 	runs, err := d.getInt(ctx, runsKey)
@@ -86,15 +81,10 @@ func cronReleasedEarly(ctx context.Context, d *env) result {
 	lockKey := d.key("cron:nightly-report-released:%s", cronFired.Format(time.RFC3339))
 	runsKey := lockKey + ":runs"
 	defer d.cleanup(ctx, runsKey)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for host := range errs {
-		wg.Go(func() {
-			errs[host] = d.cronHost(ctx, lockKey, runsKey, time.Duration(host)*cronSkew)
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := together(2, func(host int) error {
+		return d.cronHost(ctx, lockKey, runsKey, time.Duration(host)*cronSkew)
+	})
+	if err != nil {
 		return failed(err)
 	}
 	runs, err := d.getInt(ctx, runsKey)

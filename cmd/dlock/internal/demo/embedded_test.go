@@ -152,7 +152,7 @@ func TestAutoRenewOnEmbedded(t *testing.T) {
 		if !errors.Is(lock.Err(), dlock.ErrLockLost) {
 			t.Errorf("Err() = %v, want ErrLockLost", lock.Err())
 		}
-	case <-time.After(2 * ttl):
+	case <-time.After(10 * time.Second): // only ends a hung test: the next refresh finds the key gone
 		t.Error("the deleted lock was not reported lost")
 	}
 }

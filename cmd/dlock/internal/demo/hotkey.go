@@ -2,9 +2,7 @@ package demo
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,19 +49,15 @@ func hotKeyMiss(ctx context.Context, d *env) result {
 	}
 	start := time.Now()
 	took := make([]time.Duration, hotRequests)
-	errs := make([]error, hotRequests)
-	var wg sync.WaitGroup
-	for i := range hotRequests {
-		wg.Go(func() {
-			v, err := caches[i%hotInstances].Get(ctx, key, hotTTL, load)
-			if err == nil && string(v) != "the product page" {
-				err = fmt.Errorf("request %d got %q", i, v)
-			}
-			took[i], errs[i] = time.Since(start), err
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := together(hotRequests, func(i int) error {
+		v, err := caches[i%hotInstances].Get(ctx, key, hotTTL, load)
+		if err == nil && string(v) != "the product page" {
+			err = fmt.Errorf("request %d got %q", i, v)
+		}
+		took[i] = time.Since(start)
+		return err
+	})
+	if err != nil {
 		return failed(err)
 	}
 	slowest := time.Duration(0)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/dlock-go/dlock/stock"
@@ -73,20 +72,16 @@ func flashSale(ctx context.Context, d *env) result {
 // saleRound runs n instances at once and adds up what they did.
 func saleRound(n int, instance func(i int) saleTally) saleTally {
 	tallies := make([]saleTally, n)
-	var wg sync.WaitGroup
-	for i := range tallies {
-		wg.Go(func() { tallies[i] = instance(i) })
-	}
-	wg.Wait()
 	var total saleTally
-	var errs []error
+	total.err = together(n, func(i int) error {
+		tallies[i] = instance(i)
+		return tallies[i].err
+	})
 	for _, t := range tallies {
 		total.sold += t.sold
 		total.abandoned += t.abandoned
 		total.turnedAway = append(total.turnedAway, t.turnedAway...)
-		errs = append(errs, t.err)
 	}
-	total.err = errors.Join(errs...)
 	return total
 }
 

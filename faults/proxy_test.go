@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlock-go/dlock/faults"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -365,10 +366,9 @@ func TestConcurrentUse(t *testing.T) {
 	// After as many refused dials as its pool has connections, go-redis
 	// answers with the last dial error until a dial of its own, once a
 	// second, gets through: wait for that, then PING.
-	deadline := time.Now().Add(5 * time.Second)
-	for rdb.Ping(t.Context()).Err() != nil && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 5*time.Second, "a PING through after the faults", func() bool {
+		return rdb.Ping(t.Context()).Err() == nil
+	})
 	mustPing(t, rdb, "after the faults")
 }
 
