@@ -7,12 +7,60 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	_ "modernc.org/sqlite"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/fence"
 )
+
+// saveReport writes the report while lock is held: the database refuses
+// the write if a later holder of the lock has written.
+func saveReport(ctx context.Context, db *sql.DB, lock *dlock.Lock, body string) error {
+	save := func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO reports (id, body) VALUES (1, ?)", body)
+		return err
+	}
+	return fence.Guard(ctx, db, lock.Key(), lock.Fence(), save)
+}
+
+// A holder whose lock expired while it was stalled writes after the next
+// holder: the database refuses its write, as the fence of its lock is
+// lower.
+func Example() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := dlock.New(rdb)
+	defer locker.Close()
+	dir, _ := os.MkdirTemp("", "fence-example")
+	defer os.RemoveAll(dir)
+	db, _ := sql.Open("sqlite", "file:"+filepath.Join(dir, "app.db")+"?_pragma=busy_timeout(5000)")
+	defer db.Close()
+	ctx := context.Background()
+	_ = fence.CreateTable(ctx, db)
+	_, _ = db.ExecContext(ctx, "CREATE TABLE reports (id INTEGER PRIMARY KEY, body TEXT)")
+
+	a, err := locker.Obtain(ctx, "example:report", 100*time.Millisecond) // A, then stalled
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	b, err := locker.Obtain(ctx, "example:report", time.Minute) // B waits until A's lock expires
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer b.Release(ctx)
+
+	fmt.Println("B:", saveReport(ctx, db, b, "B's report"))
+	err = saveReport(ctx, db, a, "A's report") // A is back, and writes
+	fmt.Println("A refused:", errors.Is(err, fence.ErrStale))
+	// Output:
+	// B: <nil>
+	// A refused: true
+}
 
 // Two holders of one lock write a report: the one whose lock expired
 // during a pause comes back after the next holder has written, with the

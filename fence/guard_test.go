@@ -81,7 +81,7 @@ func TestGuardRollsBack(t *testing.T) {
 			}
 			return boom
 		}, fence.WithTable(s.fences))
-		if err != boom {
+		if !errors.Is(err, boom) || err.Error() != boom.Error() {
 			t.Fatalf("Guard = %v; want fn's error as is", err)
 		}
 		if got := s.recorded(t, "r"); got != 3 {
@@ -100,7 +100,7 @@ func TestGuardRollsBack(t *testing.T) {
 					t.Error("the panic did not go on")
 				}
 			}()
-			_ = fence.Guard(ctx, s.db, "r", 11, func(tx *sql.Tx) error { panic("fn") }, fence.WithTable(s.fences))
+			_ = fence.Guard(ctx, s.db, "r", 11, func(*sql.Tx) error { panic("fn") }, fence.WithTable(s.fences))
 		}()
 		if got := s.recorded(t, "r"); got != 4 {
 			t.Errorf("recorded fence %d after a panic, want 4", got)

@@ -85,11 +85,11 @@ func Start() (*Server, error) {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	if err := s.initdb(); err != nil {
-		os.RemoveAll(s.root)
+		_ = os.RemoveAll(s.root)
 		return nil, err
 	}
 	if err := s.Start(); err != nil {
-		os.RemoveAll(s.root)
+		_ = os.RemoveAll(s.root)
 		return nil, err
 	}
 	return s, nil
@@ -174,7 +174,7 @@ func (s *Server) stopLocked() {
 // Close stops the server and removes its files.
 func (s *Server) Close() {
 	s.Stop()
-	os.RemoveAll(s.root)
+	_ = os.RemoveAll(s.root)
 }
 
 // initdb makes the cluster, owned by the user the server runs as.
@@ -235,8 +235,8 @@ func findBin() (string, error) {
 		}
 	}
 	if path, err := exec.LookPath("postgres"); err == nil {
-		if real, err := filepath.EvalSymlinks(path); err == nil {
-			return filepath.Dir(real), nil
+		if resolved, err := filepath.EvalSymlinks(path); err == nil {
+			return filepath.Dir(resolved), nil
 		}
 	}
 	return "", ErrNotInstalled

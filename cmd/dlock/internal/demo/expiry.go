@@ -107,9 +107,9 @@ func openReports(ctx context.Context) (db *sql.DB, cleanup func(), err error) {
 	}
 	cleanup = func() {
 		if db != nil {
-			db.Close()
+			_ = db.Close()
 		}
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // a file in the temporary directory, at worst
 	}
 	if err != nil {
 		cleanup()
