@@ -24,10 +24,7 @@ func TestMain(m *testing.M) {
 	})
 	goleak.VerifyTestMain(redistest.Shared(run, &redisAddr),
 		// go-redis redials a dead server in a goroutine that sleeps first.
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
-		// database/sql's connection opener lives as long as its DB; each
-		// test closes its own, but the opener exits asynchronously.
-		goleak.IgnoreAnyFunction("database/sql.(*DB).connectionOpener"))
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
 }
 
 // runFunc is a function with the Run method that redistest.Shared and
