@@ -21,7 +21,10 @@ func detectDialect(ctx context.Context, db *sql.DB) (Dialect, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	name := strings.ToLower(t.PkgPath() + "." + t.Name())
+	// Drivers' import paths are in lower case: github.com/jackc/pgx/v5/stdlib,
+	// github.com/lib/pq, modernc.org/sqlite, github.com/mattn/go-sqlite3,
+	// github.com/go-sql-driver/mysql.
+	name := t.PkgPath()
 	switch {
 	case strings.Contains(name, "pgx"), strings.Contains(name, "lib/pq"), strings.Contains(name, "postgres"):
 		return PostgreSQL, nil
@@ -39,7 +42,7 @@ func detectDialect(ctx context.Context, db *sql.DB) (Dialect, error) {
 	case err != nil && ctx.Err() != nil:
 		return "", fmt.Errorf("fence: tell the database's dialect: %w", ctx.Err())
 	case err != nil:
-		return "", fmt.Errorf("fence: cannot tell the dialect of the database of driver %s: name it with WithDialect: %w", name, err)
+		return "", fmt.Errorf("fence: cannot tell the dialect of the database of driver %s: name it with WithDialect: %w", name+"."+t.Name(), err)
 	case strings.Contains(version, "PostgreSQL"):
 		return PostgreSQL, nil
 	}
@@ -72,17 +75,16 @@ func record(ctx context.Context, tx *sql.Tx, d Dialect, table, resource string, 
 		}
 		return recorded(ctx, tx, "SELECT fence FROM "+table+" WHERE resource = ?", resource)
 	}
-	upsert := "INSERT INTO " + table + " AS f (resource, fence) VALUES (?, ?) " +
-		"ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE f.fence <= excluded.fence RETURNING fence"
-	query := "SELECT fence FROM " + table + " WHERE resource = ?"
+	p1, p2 := "?", "?"
 	if d == PostgreSQL {
-		upsert = strings.Replace(strings.Replace(upsert, "?", "$1", 1), "?", "$2", 1)
-		query = strings.Replace(query, "?", "$1", 1)
+		p1, p2 = "$1", "$2"
 	}
+	upsert := "INSERT INTO " + table + " AS f (resource, fence) VALUES (" + p1 + ", " + p2 + ") " +
+		"ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE f.fence <= excluded.fence RETURNING fence"
 	var got int64
 	err := tx.QueryRowContext(ctx, upsert, resource, f).Scan(&got)
 	if errors.Is(err, sql.ErrNoRows) { // a higher fence is recorded, and the row locked
-		return recorded(ctx, tx, query, resource)
+		return recorded(ctx, tx, "SELECT fence FROM "+table+" WHERE resource = "+p1, resource)
 	}
 	return got, err
 }
