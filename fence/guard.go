@@ -20,7 +20,9 @@ import (
 // is open waits for it, then is refused. Once a fence is committed, no
 // transaction of Guard with a lower fence commits for that resource.
 //
-// If fn returns an error, or panics, Guard rolls the transaction back,
+// fn must do its work through tx: a statement on db runs outside the
+// transaction, unguarded (and, with a pool of one connection, waits for
+// ever). If fn returns an error, or panics, Guard rolls the transaction back,
 // the fence with it, and returns fn's error as is (or panics on). fn must
 // neither commit nor roll back tx. If the commit fails, Guard returns its
 // error: the outcome is then unknown, as with any commit whose answer is
@@ -28,16 +30,18 @@ import (
 // back and Guard returns an error matching ctx's.
 //
 // The table of fences must exist (see CreateTable). Guard begins the
-// transaction with the database's default isolation level; at levels
-// above READ COMMITTED, PostgreSQL and MySQL may refuse a concurrent
-// writer with a serialization error, which Guard returns; SQLite returns
+// transaction with the database's default isolation level; where that is
+// REPEATABLE READ or SERIALIZABLE, PostgreSQL refuses a writer that waited
+// for a concurrent one with a serialization error (SQLSTATE 40001), which
+// Guard returns; under PostgreSQL's default, READ COMMITTED, the writer
+// compares its fence with the committed one instead. SQLite returns
 // SQLITE_BUSY ("database is locked") to a writer that finds another's
 // transaction open for longer than the connection's busy timeout, which
 // Guard returns too (see the package doc).
 //
 // resource must not be empty, f must be positive, fn and db must not be
 // nil, and opts must be valid; Guard returns an error otherwise.
-func Guard(ctx context.Context, db *sql.DB, resource string, f int64, fn func(tx *sql.Tx) error, opts ...Option) (err error) {
+func Guard(ctx context.Context, db *sql.DB, resource string, f int64, fn func(tx *sql.Tx) error, opts ...Option) error {
 	if err := checkGuard(db, resource, f, fn); err != nil {
 		return err
 	}
