@@ -81,7 +81,7 @@ func Start() (*Server, error) {
 			return nil, err
 		}
 	}
-	if s.root, err = os.MkdirTemp("", "pgtest"); err != nil {
+	if s.root, err = os.MkdirTemp(tempBase(s.cred != nil), "pgtest"); err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	if err := s.initdb(); err != nil {
@@ -240,6 +240,24 @@ func findBin() (string, error) {
 		}
 	}
 	return "", ErrNotInstalled
+}
+
+// tempBase returns the directory to make the server's directory in: the
+// system's temporary directory, or /tmp if the server runs as another user
+// (nobody) who could not reach it (a TMPDIR under /root, say).
+func tempBase(otherUser bool) string {
+	base := os.TempDir()
+	if !otherUser {
+		return base
+	}
+	for dir := base; ; dir = filepath.Dir(dir) {
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return "/tmp"
+		}
+		if dir == filepath.Dir(dir) {
+			return base
+		}
+	}
 }
 
 // version returns N of /usr/lib/postgresql/N/bin.
