@@ -354,3 +354,49 @@ func TestGuardWaitsForOpenWriter(t *testing.T) {
 		}
 	})
 }
+
+// Under REPEATABLE READ, PostgreSQL refuses a writer that waited for a
+// concurrent one with a serialization error, which Guard returns: no
+// ErrStale, nothing written. The next attempt compares fences as usual.
+func TestGuardPostgresRepeatableRead(t *testing.T) {
+	srv := postgres.Server(t)
+	db, err := sql.Open("pgx", srv.DSN()+" default_transaction_isolation='repeatable read'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s := newStore(t, db, fence.PostgreSQL)
+	ctx := testenv.Timeout(t, time.Minute)
+	inside, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- fence.Guard(ctx, db, "rr", 5, func(*sql.Tx) error {
+			close(inside)
+			<-release
+			return nil
+		}, fence.WithTable(s.fences))
+	}()
+	<-inside
+	second := make(chan error, 1)
+	ran := false
+	go func() {
+		second <- fence.Guard(ctx, db, "rr", 6, func(*sql.Tx) error { ran = true; return nil }, fence.WithTable(s.fences))
+	}()
+	admin := postgresDB(t, srv)
+	testenv.Eventually(t, 30*time.Second, "fence 6 waiting for 5's row lock", func() bool {
+		var n int
+		err := admin.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'").Scan(&n)
+		return err == nil && n > 0
+	})
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	err = <-second
+	if err == nil || ran || errors.Is(err, fence.ErrStale) || !strings.Contains(err.Error(), "40001") {
+		t.Errorf("Guard that waited, under REPEATABLE READ = %v (ran %t); want a serialization error (40001)", err, ran)
+	}
+	if _, err := s.write(ctx, "rr", 6, "six"); err != nil {
+		t.Errorf("fence 6 again: %v", err)
+	}
+}
