@@ -3,6 +3,7 @@ package fence_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -232,5 +233,29 @@ func TestRedisSetResent(t *testing.T) {
 	}
 	if err := r.Set(ctx, key, 1, "stale", 0); !errors.Is(err, fence.ErrStale) {
 		t.Errorf("Set with fence 1 = %v; want ErrStale", err)
+	}
+}
+
+// On a Redis Cluster, each value and its fence share a slot: Set and HSet
+// work for keys in every slot, with and without a hash tag.
+func TestRedisCluster(t *testing.T) {
+	c := redistest.NewCluster(t, 3, 0)
+	rdb := c.Client()
+	t.Cleanup(func() { rdb.Close() })
+	r := newRedis(t, rdb)
+	ctx := testenv.Timeout(t, time.Minute)
+	base := testenv.NewKey(t)
+	for i := range 20 {
+		for _, key := range []string{base + ":" + strconv.Itoa(i), "user:{" + base + strconv.Itoa(i) + "}:balance"} {
+			if err := r.Set(ctx, key, 2, "v", time.Minute); err != nil {
+				t.Fatalf("Set %q: %v", key, err)
+			}
+			if err := r.Set(ctx, key, 1, "stale", 0); !errors.Is(err, fence.ErrStale) {
+				t.Fatalf("Set %q with a lower fence = %v; want ErrStale", key, err)
+			}
+			if err := r.HSet(ctx, key+":h", 2, map[string]any{"a": 1}); err != nil {
+				t.Fatalf("HSet %q: %v", key, err)
+			}
+		}
 	}
 }
