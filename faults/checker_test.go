@@ -141,6 +141,9 @@ func (c *checker) run(t *testing.T, schedule func(deadline time.Time)) verdict {
 		t.Errorf("%d Redlock holders valid by their own account on fewer nodes than a quorum:\n%s",
 			len(v.minority), strings.Join(v.minority, "\n"))
 	}
+	if len(v.storeFaults) > 0 {
+		t.Errorf("%d writes the resource got wrong:\n%s", len(v.storeFaults), strings.Join(v.storeFaults, "\n"))
+	}
 	if len(v.overlaps) > 0 {
 		t.Errorf("%d times two holders at once, with no data lost:\n%s", len(v.overlaps), strings.Join(v.overlaps, "\n"))
 	}
@@ -269,24 +272,21 @@ func TestCheckerPausedRedisDefaultRetries(t *testing.T) {
 // are sent again on new connections once the network is back.
 func TestCheckerPausedHolderDefaultRetries(t *testing.T) {
 	c, _, proxies := singleChecker(t, faults.DefaultRetries)
-	var holdings int
-	c.pause = func(worker int, hd *holding) bool {
-		if worker != 0 || hd.firstTry != 0 {
-			return false
-		}
-		if holdings++; holdings%2 == 1 {
-			return false
-		}
-		return pauseHolder(&c.h, hd, proxies[0])
-	}
-	c.run(t, func(deadline time.Time) { time.Sleep(time.Until(deadline)) })
+	runPausedHolder(t, c, proxies)
 }
 
 // Redis restarted without persistence: holders may overlap after it, but
 // fences still grow, so the resource refuses what it must.
 func TestCheckerRestartedRedis(t *testing.T) {
 	c, srv, _ := singleChecker(t)
-	c.run(t, func(deadline time.Time) {
+	runRestartedRedis(t, c, srv)
+}
+
+// runRestartedRedis runs c while srv is restarted without persistence
+// again and again, as TestCheckerRestartedRedis does.
+func runRestartedRedis(t *testing.T, c *checker, srv *redistest.Server) verdict {
+	t.Helper()
+	return c.run(t, func(deadline time.Time) {
 		every(deadline, 600*time.Millisecond, func() {
 			c.h.lost(time.Now())
 			srv.Restart()
@@ -314,6 +314,13 @@ func TestCheckerFlushedRedis(t *testing.T) {
 // fences would take.
 func TestCheckerPausedHolder(t *testing.T) {
 	c, _, proxies := singleChecker(t)
+	runPausedHolder(t, c, proxies)
+}
+
+// runPausedHolder runs c with worker 0 pausing, behind its proxy, at the
+// first write of one holding in two, as TestCheckerPausedHolder does.
+func runPausedHolder(t *testing.T, c *checker, proxies []*faults.Proxy) verdict {
+	t.Helper()
 	var holdings int
 	c.pause = func(worker int, hd *holding) bool {
 		if worker != 0 || hd.firstTry != 0 { // pause at the first write of a holding
@@ -328,6 +335,7 @@ func TestCheckerPausedHolder(t *testing.T) {
 	if v.pausedRefused == 0 {
 		t.Log("no holder paused while another wrote: the fence was not put to the test")
 	}
+	return v
 }
 
 // pauseHolder cuts hd's worker off behind its proxy p until another

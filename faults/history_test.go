@@ -24,6 +24,13 @@ type history struct {
 	// a holder whose quorum included them on a minority until its next
 	// refresh, but lets nobody else in (see TestCheckerRedlockNodesRestarted)
 	minorityLosses []time.Time
+	// store, if set, is a real resource that every write with a fence goes
+	// to as well, in the order of seq (under mu): it reports whether it
+	// accepted the write, and the history takes its word
+	store func(fence int64) (bool, error)
+	// what went wrong with store: errors, and answers other than the
+	// register's
+	storeFaults []string
 }
 
 // A holding is one time a worker held the lock.
@@ -74,7 +81,18 @@ func (h *history) write(hd *holding) bool {
 		hd.firstTry = h.seq
 	}
 	hd.lastTry = h.seq
-	if hd.fence <= 0 || hd.fence < h.highest {
+	accept := hd.fence > 0 && hd.fence >= h.highest
+	if h.store != nil && hd.fence > 0 {
+		stored, err := h.store(hd.fence)
+		switch {
+		case err != nil:
+			h.storeFaults = append(h.storeFaults, fmt.Sprintf("write %d of %v: %v", h.seq, hd, err))
+		case stored != accept:
+			h.storeFaults = append(h.storeFaults, fmt.Sprintf("write %d of %v: the resource accepted it: %t, the register: %t", h.seq, hd, stored, accept))
+		}
+		accept = stored && err == nil
+	}
+	if !accept {
 		hd.refused++
 		return false
 	}
@@ -163,6 +181,8 @@ type verdict struct {
 	// holding wrote, that the resource refused: a resource without fences
 	// would have accepted each of them
 	pausedRefused int
+	// what went wrong with the real resource (history.store)
+	storeFaults []string
 }
 
 // check judges the history, need being the size of a quorum (1 for a
@@ -172,6 +192,7 @@ func (h *history) check(need int) verdict {
 	defer h.mu.Unlock()
 	var v verdict
 	v.holdings = len(h.holdings)
+	v.storeFaults = h.storeFaults
 	for _, a := range h.holdings {
 		v.accepted += a.accepted
 		v.refused += a.refused

@@ -44,7 +44,7 @@ func scenarios() []scenario {
 		{"  (released early)", "dlock", cronReleasedEarly},
 		{"flash sale", "stock", flashSale},
 		{"hot cache key", "cachefill", hotKeyMiss},
-		{"expired holder", "dlock", expiredHolder},
+		{"expired holder", "fence", expiredHolder},
 		{"long job", "dlock", longRenewedJob},
 		{"  (not renewed)", "dlock", longUnrenewedJob},
 		{"lost lock", "dlock", lostLock},

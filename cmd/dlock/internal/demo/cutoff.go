@@ -35,6 +35,18 @@ var errCutOff = errors.New("demo: cut off from Redis")
 // as a network partition would after its timeouts.
 type cutoff struct{ cut atomic.Bool }
 
+// fencedStore stands for the resource a lock protects: it refuses a write
+// whose fence is lower than one it has already accepted.
+type fencedStore struct{ highest int64 }
+
+func (s *fencedStore) write(f int64) (accepted bool) {
+	if f < s.highest {
+		return false
+	}
+	s.highest = f
+	return true
+}
+
 func (c *cutoff) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if c.cut.Load() {

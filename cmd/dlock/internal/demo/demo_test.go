@@ -215,3 +215,18 @@ func TestDemoRedlockVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoExpiredHolder runs the case of a holder paused past its ttl: its
+// release leaves B's lock alone, and SQLite refuses its late write through
+// fence.Guard.
+func TestDemoExpiredHolder(t *testing.T) {
+	t.Parallel()
+	for name, rdb := range demoBackends(t) {
+		r := expiredHolder(t.Context(), testDemo(t, rdb))
+		if !r.ok || r.err != nil || !strings.Contains(r.happened, "A's release: not held; A's late write: refused") ||
+			!strings.HasSuffix(r.happened, "(by SQLite through fence.Guard); stored: B's report") {
+			t.Errorf("%s: expired holder: %q, %q, error %v", name, r.happened, r.invariant, r.err)
+		}
+		t.Logf("%s: %s", name, strings.ReplaceAll(r.happened, "\n", " "))
+	}
+}
