@@ -2,11 +2,9 @@ module github.com/dlock-go/dlock/faults
 
 go 1.26.0
 
-replace github.com/dlock-go/dlock => ../
-
 require (
 	github.com/Shopify/toxiproxy/v2 v2.12.0
-	github.com/dlock-go/dlock v0.0.0-00010101000000-000000000000
+	github.com/dlock-go/dlock v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rs/zerolog v1.33.0
 	go.uber.org/goleak v1.3.0
