@@ -2,12 +2,10 @@ module github.com/dlock-go/dlock/faults
 
 go 1.26.0
 
-replace github.com/dlock-go/dlock => ../
-
 require (
 	github.com/Shopify/toxiproxy/v2 v2.12.0
-	github.com/dlock-go/dlock v0.0.0-00010101000000-000000000000
-	github.com/dlock-go/dlock/fence v0.0.0-00010101000000-000000000000
+	github.com/dlock-go/dlock v0.1.0
+	github.com/dlock-go/dlock/fence v0.1.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rs/zerolog v1.33.0
@@ -45,5 +43,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-replace github.com/dlock-go/dlock/fence => ../fence

@@ -2,10 +2,8 @@ module github.com/dlock-go/dlock/gocron
 
 go 1.26.0
 
-replace github.com/dlock-go/dlock => ../
-
 require (
-	github.com/dlock-go/dlock v0.0.0-00010101000000-000000000000
+	github.com/dlock-go/dlock v0.1.0
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/redis/go-redis/v9 v9.23.0

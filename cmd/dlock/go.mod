@@ -2,12 +2,10 @@ module github.com/dlock-go/dlock/cmd/dlock
 
 go 1.26.0
 
-replace github.com/dlock-go/dlock => ../../
-
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/dlock-go/dlock v0.0.0-00010101000000-000000000000
-	github.com/dlock-go/dlock/fence v0.0.0-00010101000000-000000000000
+	github.com/dlock-go/dlock v0.1.0
+	github.com/dlock-go/dlock/fence v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/term v0.46.0
@@ -28,5 +26,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-replace github.com/dlock-go/dlock/fence => ../../fence
