@@ -23,7 +23,7 @@ fuzz:           ## each fuzz test for FUZZTIME (default 30s)
 	$(GO) test -run '^$$' -fuzz '^FuzzReserve$$' -fuzztime $(or $(FUZZTIME),30s) ./stock
 
 lint:           ## golangci-lint with .golangci.yml, on every module
-	for m in . bench faults fence gocron prometheus otel cmd/dlock; do \
+	for m in . bench faults fence gocron prometheus otel cmd/dlock scripts/modproxy; do \
 		(cd $$m && $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...) || exit 1; \
 	done
 

@@ -64,6 +64,3 @@ func newLocker(t testing.TB, rdb redis.UniversalClient, opts ...dlock.Option) *d
 	t.Helper()
 	return lockenv.Locker(t, rdb, opts...)
 }
-
-// testKey is testenv.Key under the name the README's tests call.
-func testKey(t testing.TB) string { return testenv.Key(t) }

@@ -64,156 +64,156 @@ func (h *Hold) init(e *Engine, a attempt, fence int64, sent time.Time) {
 }
 
 // Kind returns the kind of the holding.
-func (l *Hold) Kind() *Kind { return l.kind }
+func (h *Hold) Kind() *Kind { return h.kind }
 
 // Renewed reports whether the Engine's renewer refreshes the holding.
-func (l *Hold) Renewed() bool { return l.renewed }
+func (h *Hold) Renewed() bool { return h.renewed }
 
 // Record reports whether the holding is a record (AsRecord).
-func (l *Hold) Record() bool { return l.record }
+func (h *Hold) Record() bool { return h.record }
 
 // Gone reports whether the holding ended.
-func (l *Hold) Gone() bool { return l.gone.Load() }
+func (h *Hold) Gone() bool { return h.gone.Load() }
 
 // Engine returns the Engine the holding is on.
-func (l *Hold) Engine() *Engine { return l.e }
+func (h *Hold) Engine() *Engine { return h.e }
 
 // Key returns the name of the holding.
-func (l *Hold) Key() string { return l.key }
+func (h *Hold) Key() string { return h.key }
 
 // Token returns the holder's token: its name in Redis (see dlock.Lock.Token).
-func (l *Hold) Token() string { return l.token }
+func (h *Hold) Token() string { return h.token }
 
 // Fence returns the holding's fence; on a Redlock, the quorum hands it
 // out at the first call (see fenceRaise and dlock.Lock.Fence).
-func (l *Hold) Fence() int64 {
-	if l.raise != nil {
-		l.raised.Do(func() {
-			ctx, cancel := context.WithDeadline(context.Background(), l.Until())
+func (h *Hold) Fence() int64 {
+	if h.raise != nil {
+		h.raised.Do(func() {
+			ctx, cancel := context.WithDeadline(context.Background(), h.Until())
 			defer cancel()
-			l.fence, _ = l.raise.run(ctx)
+			h.fence, _ = h.raise.run(ctx)
 		})
 	}
-	return l.fence
+	return h.fence
 }
 
 // Until returns the holding's conservative deadline: the last acquire or
 // refresh's send time plus its ttl, less Drift (see dlock.Lock.Until).
-func (l *Hold) Until() time.Time {
-	return l.e.epoch.Add(time.Duration(l.until.Load()))
+func (h *Hold) Until() time.Time {
+	return h.e.epoch.Add(time.Duration(h.until.Load()))
 }
 
 // currentTTL is the ttl of the acquire or of the last Refresh: the one the
 // renewer keeps.
-func (l *Hold) currentTTL() time.Duration { return time.Duration(l.ttl.Load()) }
+func (h *Hold) currentTTL() time.Duration { return time.Duration(h.ttl.Load()) }
 
 // until returns the validity deadline of an acquire or refresh sent at sent
 // with ttl, in nanoseconds after client.epoch, as kept in l.until.
-func (l *Hold) untilOf(sent time.Time, ttl time.Duration) int64 {
+func (h *Hold) untilOf(sent time.Time, ttl time.Duration) int64 {
 	ttl = ttl.Truncate(time.Millisecond)
-	return int64(sent.Sub(l.e.epoch) + ttl - Drift(ttl))
+	return int64(sent.Sub(h.e.epoch) + ttl - Drift(ttl))
 }
 
 // setUntil sets the validity deadline of an acquire or refresh sent at sent
 // with ttl, of which Redis got the whole milliseconds.
-func (l *Hold) setUntil(sent time.Time, ttl time.Duration) {
-	l.until.Store(l.untilOf(sent, ttl))
+func (h *Hold) setUntil(sent time.Time, ttl time.Duration) {
+	h.until.Store(h.untilOf(sent, ttl))
 }
 
 // Release releases the holding if it is still ours; see dlock.Lock.Release.
-func (l *Hold) Release(ctx context.Context) error {
-	return l.release(ctx, l.releaseOp(), ErrReleased)
+func (h *Hold) Release(ctx context.Context) error {
+	return h.release(ctx, h.releaseOp(), ErrReleased)
 }
 
 // release sends o, which ends l's holding in Redis (Release,
 // ReleaseStoring, ReleaseAfter), and ends l with released if it did, as
 // lost if it found the lock gone.
-func (l *Hold) release(ctx context.Context, o op, released error) (err error) {
-	if err := l.check("release"); err != nil {
+func (h *Hold) release(ctx context.Context, o op, released error) (err error) {
+	if err := h.check("release"); err != nil {
 		return err
 	}
-	if l.renewed {
+	if h.renewed {
 		// No automatic refresh may be on its way: landing after o, it would
 		// find the lock gone and end it as lost (a release), or set the old
 		// ttl back (ReleaseAfter).
-		if l.e.renewer.Pause(ctx, (*renewedHold)(l)) != nil {
-			return fmt.Errorf("dlock: release %s: %w", QuoteKey(l.key), contextError(ctx))
+		if h.e.renewer.Pause(ctx, (*renewedHold)(h)) != nil {
+			return fmt.Errorf("dlock: release %s: %w", QuoteKey(h.key), contextError(ctx))
 		}
 	}
-	r, err := l.e.call(ctx, o)
+	r, err := h.e.call(ctx, o)
 	if err != nil {
-		if l.renewed {
-			l.e.renewer.Resume((*renewedHold)(l))
+		if h.renewed {
+			h.e.renewer.Resume((*renewedHold)(h))
 		}
 		return err
 	}
 	switch r.code {
 	case ours:
-		l.end(released)
+		h.end(released)
 		return nil
 	case releasedBefore:
-		l.end(ErrReleased) // if the other call has not yet: it will say the same
-		return l.notHeld("release")
+		h.end(ErrReleased) // if the other call has not yet: it will say the same
+		return h.notHeld("release")
 	}
-	l.end(l.lostError("release found it gone or taken"))
-	return l.notHeld("release")
+	h.end(h.lostError("release found it gone or taken"))
+	return h.notHeld("release")
 }
 
 // ReleaseAfter ends the holding here and keeps it in Redis for d; see
 // dlock.Lock.ReleaseAfter.
-func (l *Hold) ReleaseAfter(ctx context.Context, d time.Duration) error {
+func (h *Hold) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	if d < time.Millisecond {
-		return l.Release(ctx)
+		return h.Release(ctx)
 	}
-	return l.release(ctx, l.releaseAfterOp(d), fmt.Errorf("%w: %s is kept for %v, then it expires", ErrReleased, QuoteKey(l.key), d))
+	return h.release(ctx, h.releaseAfterOp(d), fmt.Errorf("%w: %s is kept for %v, then it expires", ErrReleased, QuoteKey(h.key), d))
 }
 
 // Refresh sets the holding's time to live to ttl if it is still ours; see
 // dlock.Lock.Refresh.
-func (l *Hold) Refresh(ctx context.Context, ttl time.Duration) (err error) {
+func (h *Hold) Refresh(ctx context.Context, ttl time.Duration) (err error) {
 	if err := CheckTTL(ttl); err != nil {
 		return err
 	}
-	if err := l.check("refresh"); err != nil {
+	if err := h.check("refresh"); err != nil {
 		return err
 	}
 	sent := time.Now()
-	r, err := l.e.call(ctx, l.refreshOp(ttl))
+	r, err := h.e.call(ctx, h.refreshOp(ttl))
 	if err != nil {
 		return err
 	}
 	switch r.code {
 	case ours:
 	case releasedBefore:
-		l.end(ErrReleased) // by a release of this Lock, at the same time
-		return l.notHeld("refresh")
+		h.end(ErrReleased) // by a release of this Lock, at the same time
+		return h.notHeld("refresh")
 	default:
-		l.end(l.lostError("refresh found it gone or taken"))
-		return l.notHeld("refresh")
+		h.end(h.lostError("refresh found it gone or taken"))
+		return h.notHeld("refresh")
 	}
-	if l.renewed {
-		l.e.renewer.Refreshed((*renewedHold)(l), sent, ttl)
+	if h.renewed {
+		h.e.renewer.Refreshed((*renewedHold)(h), sent, ttl)
 		return nil
 	}
-	l.ttl.Store(int64(ttl))
-	l.setUntil(sent, ttl)
-	l.rearm()
+	h.ttl.Store(int64(ttl))
+	h.setUntil(sent, ttl)
+	h.rearm()
 	return nil
 }
 
 // TTL returns the holding's time to live as Redis reports it; see
 // dlock.Lock.TTL.
-func (l *Hold) TTL(ctx context.Context) (time.Duration, error) {
-	if err := l.check("ttl"); err != nil {
+func (h *Hold) TTL(ctx context.Context) (time.Duration, error) {
+	if err := h.check("ttl"); err != nil {
 		return 0, err
 	}
-	r, err := l.e.call(ctx, l.ttlOp())
+	r, err := h.e.call(ctx, h.ttlOp())
 	switch {
 	case err != nil:
 		return 0, err
 	case r.code != ours:
-		l.end(l.lostError("ttl found it gone or taken"))
-		return 0, l.notHeld("ttl")
+		h.end(h.lostError("ttl found it gone or taken"))
+		return 0, h.notHeld("ttl")
 	case r.value < 0:
 		return -1, nil
 	}
@@ -221,119 +221,119 @@ func (l *Hold) TTL(ctx context.Context) (time.Duration, error) {
 }
 
 // check returns the error of an operation that need not ask Redis.
-func (l *Hold) check(op string) error {
-	if err := l.e.Usable(); err != nil {
+func (h *Hold) check(op string) error {
+	if err := h.e.Usable(); err != nil {
 		return err
 	}
-	if l.gone.Load() {
-		return l.notHeld(op)
+	if h.gone.Load() {
+		return h.notHeld(op)
 	}
 	return nil
 }
 
-func (l *Hold) notHeld(op string) error {
-	return fmt.Errorf("%w: %s %s: the lock is not ours any more", ErrNotHeld, op, QuoteKey(l.key))
+func (h *Hold) notHeld(op string) error {
+	return fmt.Errorf("%w: %s %s: the lock is not ours any more", ErrNotHeld, op, QuoteKey(h.key))
 }
 
 // Done returns a channel closed when the holding ends; see
 // dlock.Lock.Done. The first call sets it up.
-func (l *Hold) Done() <-chan struct{} {
-	return l.lifetime().Done()
+func (h *Hold) Done() <-chan struct{} {
+	return h.lifetime().Done()
 }
 
 // Err returns nil while the holding lasts, and why it ended once Done is
 // closed: an error wrapping ErrReleased or ErrLockLost.
-func (l *Hold) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
+func (h *Hold) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
 }
 
 // lifetime returns the context that is cancelled, with the lock's Err as
 // its cause, when the lock ends. It is made on first use.
-func (l *Hold) lifetime() context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.life != nil {
-		return l.life
+func (h *Hold) lifetime() context.Context {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.life != nil {
+		return h.life
 	}
-	l.life, l.cancel = context.WithCancelCause(context.Background())
+	h.life, h.cancel = context.WithCancelCause(context.Background())
 	switch {
-	case l.err != nil:
-		l.cancel(l.err)
-	case !l.renewed:
+	case h.err != nil:
+		h.cancel(h.err)
+	case !h.renewed:
 		// Nobody refreshes this lock on its own: it ends at Until.
-		l.expiry = time.AfterFunc(time.Until(l.Until()), l.expire)
+		h.expiry = time.AfterFunc(time.Until(h.Until()), h.expire)
 	}
-	return l.life
+	return h.life
 }
 
 // expire ends a lock that is not renewed automatically once its validity
 // has run out, unless a Refresh moved Until in the meantime: as lost, or
 // as released if it is a record (AsRecord), which its holder meant to
 // expire.
-func (l *Hold) expire() {
-	if left := time.Until(l.Until()); left > 0 {
-		l.mu.Lock()
-		if l.err == nil {
-			l.expiry.Reset(left)
+func (h *Hold) expire() {
+	if left := time.Until(h.Until()); left > 0 {
+		h.mu.Lock()
+		if h.err == nil {
+			h.expiry.Reset(left)
 		}
-		l.mu.Unlock()
+		h.mu.Unlock()
 		return
 	}
-	if l.record {
-		l.endRecord()
+	if h.record {
+		h.endRecord()
 		return
 	}
-	l.end(l.lostError("its validity ran out without a refresh"))
+	h.end(h.lostError("its validity ran out without a refresh"))
 }
 
 // endRecord ends a record whose validity ran out, as released.
-func (l *Hold) endRecord() {
-	if l.end(fmt.Errorf("%w: %s was a record, kept for its ttl", ErrReleased, QuoteKey(l.key))) && l.e.hooks != nil {
-		l.e.hooks.RecordEnded(l)
+func (h *Hold) endRecord() {
+	if h.end(fmt.Errorf("%w: %s was a record, kept for its ttl", ErrReleased, QuoteKey(h.key))) && h.e.hooks != nil {
+		h.e.hooks.RecordEnded(h)
 	}
 }
 
 // rearm moves the expiry timer after a Refresh moved Until.
-func (l *Hold) rearm() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.expiry != nil && l.err == nil {
-		l.expiry.Reset(time.Until(l.Until()))
+func (h *Hold) rearm() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.expiry != nil && h.err == nil {
+		h.expiry.Reset(time.Until(h.Until()))
 	}
 }
 
 // end records why the lock ended, once: later calls change nothing and
 // report false. From then on the Lock does not ask Redis again (its
 // methods return ErrNotHeld), Done is closed, and the renewer drops it.
-func (l *Hold) end(err error) bool {
-	l.mu.Lock()
-	if l.err != nil {
-		l.mu.Unlock()
+func (h *Hold) end(err error) bool {
+	h.mu.Lock()
+	if h.err != nil {
+		h.mu.Unlock()
 		return false
 	}
-	l.err = err
-	l.gone.Store(true)
-	if l.cancel != nil {
-		l.cancel(err)
+	h.err = err
+	h.gone.Store(true)
+	if h.cancel != nil {
+		h.cancel(err)
 	}
-	if l.expiry != nil {
-		l.expiry.Stop()
+	if h.expiry != nil {
+		h.expiry.Stop()
 	}
-	l.mu.Unlock()
-	if l.renewed {
-		l.e.renewer.Remove((*renewedHold)(l))
+	h.mu.Unlock()
+	if h.renewed {
+		h.e.renewer.Remove((*renewedHold)(h))
 	}
-	if l.e.hooks != nil {
-		l.e.hooks.Ended(l, err)
+	if h.e.hooks != nil {
+		h.e.hooks.Ended(h, err)
 	}
 	return true
 }
 
 // lostError returns an error wrapping ErrLockLost that says how.
-func (l *Hold) lostError(how string) error {
-	return fmt.Errorf("%w: %s: %s", ErrLockLost, QuoteKey(l.key), how)
+func (h *Hold) lostError(how string) error {
+	return fmt.Errorf("%w: %s: %s", ErrLockLost, QuoteKey(h.key), how)
 }
 
 // renewedHold is a Hold as the Engine's renewer sees it (a renew.Holding).
@@ -359,69 +359,69 @@ func (h *renewedHold) Cap(sent time.Time, ttl time.Duration) {
 // the call that go-redis sends again and that finds the lock gone answers
 // nil, as the first copy stored the value; calling it again after an
 // unknown outcome returns ErrNotHeld, with Err wrapping ErrReleased.
-func (l *Hold) ReleaseStoring(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+func (h *Hold) ReleaseStoring(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	switch {
-	case l.e.quorum != nil || l.kind != KindLock:
+	case h.e.quorum != nil || h.kind != KindLock:
 		return fmt.Errorf("%w: ReleaseStoring needs a lock on one Redis deployment", ErrInvalidOption)
 	case key == "":
 		return fmt.Errorf("%w: ReleaseStoring with an empty key", ErrInvalidKey)
-	case slot.Of(key) != slot.Of(l.key):
-		return fmt.Errorf("%w: %s is not in the Cluster slot of the lock %s: give both the same hash tag", ErrInvalidKey, QuoteKey(key), QuoteKey(l.key))
+	case slot.Of(key) != slot.Of(h.key):
+		return fmt.Errorf("%w: %s is not in the Cluster slot of the lock %s: give both the same hash tag", ErrInvalidKey, QuoteKey(key), QuoteKey(h.key))
 	}
 	if err := CheckTTL(ttl); err != nil {
 		return err
 	}
-	return l.release(ctx, l.releaseStoringOp(key, value, ttl), ErrReleased)
+	return h.release(ctx, h.releaseStoringOp(key, value, ttl), ErrReleased)
 }
 
 // ReleaseStoringOp is the release of ReleaseStoring: release.lua's ARGV,
 // then the value and its ttl; the lock's keys but a guard, then the key to
 // store at.
-func (l *Hold) releaseStoringOp(key string, value []byte, ttl time.Duration) op {
-	o := op{name: "release", keys: append(append(make([]string, 0, 5), l.keys[:4]...), key), onQuorum: (*quorum).release, after: l.stragglers}
-	boxed := l.keyArgs[:min(4, len(l.keyArgs))]
-	return withArgs(o, l.kind.release, boxed, releaseArgv{holder: l.arg, call: l.nextCall(), releaseSetting: l.e.releaseSetting(), value: value, valueTTL: ttl.Milliseconds()})
+func (h *Hold) releaseStoringOp(key string, value []byte, ttl time.Duration) op {
+	o := op{name: "release", keys: append(append(make([]string, 0, 5), h.keys[:4]...), key), onQuorum: (*quorum).release, after: h.stragglers}
+	boxed := h.keyArgs[:min(4, len(h.keyArgs))]
+	return withArgs(o, h.kind.release, boxed, releaseArgv{holder: h.arg, call: h.nextCall(), releaseSetting: h.e.releaseSetting(), value: value, valueTTL: ttl.Milliseconds()})
 }
 
 // Lifetime returns the context that is cancelled, with the hold's Err as
 // its cause, when the hold ends.
-func (l *Hold) Lifetime() context.Context { return l.lifetime() }
+func (h *Hold) Lifetime() context.Context { return h.lifetime() }
 
 // CurrentTTL is the ttl of the acquire or of the last Refresh: the one the
 // renewer keeps.
-func (l *Hold) CurrentTTL() time.Duration { return l.currentTTL() }
+func (h *Hold) CurrentTTL() time.Duration { return h.currentTTL() }
 
-func (l *Hold) releaseOp() op {
-	o := releaseOp(l.kind, l.keys, l.keyArgs, releaseArgv{holder: l.arg, call: l.nextCall(), releaseSetting: l.e.releaseSetting(), limit: l.limit})
-	o.after = l.stragglers
+func (h *Hold) releaseOp() op {
+	o := releaseOp(h.kind, h.keys, h.keyArgs, releaseArgv{holder: h.arg, call: h.nextCall(), releaseSetting: h.e.releaseSetting(), limit: h.limit})
+	o.after = h.stragglers
 	return o
 }
 
-func (l *Hold) refreshOp(ttl time.Duration) op {
-	o := op{name: "refresh", keys: l.kind.scriptKeys(l.keys), ttl: ttl, after: l.stragglers, onQuorum: (*quorum).refresh}
-	return withArgs(o, l.kind.refresh, l.keyArgs, refreshArgv{holder: l.arg, ttl: ttl.Milliseconds()})
+func (h *Hold) refreshOp(ttl time.Duration) op {
+	o := op{name: "refresh", keys: h.kind.scriptKeys(h.keys), ttl: ttl, after: h.stragglers, onQuorum: (*quorum).refresh}
+	return withArgs(o, h.kind.refresh, h.keyArgs, refreshArgv{holder: h.arg, ttl: ttl.Milliseconds()})
 }
 
 // releaseAfterOp is the refresh that ends the holding here and keeps it in
 // Redis for d (Lock.ReleaseAfter): a release of the holding, numbered as
 // one, which leaves the release marker (see refresh.lua).
-func (l *Hold) releaseAfterOp(d time.Duration) op {
-	o := op{name: "release", keys: l.kind.scriptKeys(l.keys), ttl: d, after: l.stragglers, onQuorum: (*quorum).refresh}
-	return withArgs(o, l.kind.refresh, l.keyArgs, refreshArgv{holder: l.arg, ttl: d.Milliseconds(), call: l.nextCall(), markerTTL: l.e.markerTTL})
+func (h *Hold) releaseAfterOp(d time.Duration) op {
+	o := op{name: "release", keys: h.kind.scriptKeys(h.keys), ttl: d, after: h.stragglers, onQuorum: (*quorum).refresh}
+	return withArgs(o, h.kind.refresh, h.keyArgs, refreshArgv{holder: h.arg, ttl: d.Milliseconds(), call: h.nextCall(), markerTTL: h.e.markerTTL})
 }
 
 // nextCall returns the number of a new release call of l, boxed: 1 for the
 // first. The scripts' release marker records it, so a copy of the call
 // that the Redis client sent again tells itself from another call.
 // Numbers under 256 box without allocating.
-func (l *Hold) nextCall() any { return l.calls.Add(1) }
+func (h *Hold) nextCall() any { return h.calls.Add(1) }
 
-func (l *Hold) ttlOp() op {
-	o := op{name: "ttl", keys: l.kind.scriptKeys(l.keys), after: l.stragglers, onQuorum: (*quorum).ttl}
-	return withArgs(o, l.kind.ttl, l.keyArgs, ttlArgv{holder: l.arg})
+func (h *Hold) ttlOp() op {
+	o := op{name: "ttl", keys: h.kind.scriptKeys(h.keys), after: h.stragglers, onQuorum: (*quorum).ttl}
+	return withArgs(o, h.kind.ttl, h.keyArgs, ttlArgv{holder: h.arg})
 }
 
 // attempt returns an acquire that l's holding may be taken back with.
-func (l *Hold) attempt() attempt {
-	return attempt{kind: l.kind, keys: l.keys, keyArgs: l.keyArgs, token: l.token, arg: l.arg, ttl: l.currentTTL(), rel: l.e.releaseSetting(), limit: l.limit}
+func (h *Hold) attempt() attempt {
+	return attempt{kind: h.kind, keys: h.keys, keyArgs: h.keyArgs, token: h.token, arg: h.arg, ttl: h.currentTTL(), rel: h.e.releaseSetting(), limit: h.limit}
 }
