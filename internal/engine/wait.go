@@ -101,7 +101,7 @@ func (w *waiter) obtain(ctx context.Context) (*Hold, error) {
 			// is taken back in the background on the nodes that had not
 			// answered, and with the same token that would delete what a
 			// later attempt won there.
-			a.retoken(w.cfg.newToken())
+			a.newToken(w.cfg)
 		}
 		sent = time.Now()
 		w.seen.Attempts++

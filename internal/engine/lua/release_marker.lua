@@ -1,10 +1,12 @@
 -- release_marker.lua: what release.lua and hold_release.lua share, run
--- before either (see script.go). KEYS[2] is the holding's fence key.
+-- before either (see script.go). KEYS[2] is the holding's fence key; the
+-- last of KEYS is the holding's release marker.
 
--- side returns the name of the holding's side key of kind ('watch',
--- 'freed', ...): the fence key's name with kind for 'fence' (see keys.go).
-local function side(kind)
-  return 'dlock:' .. kind .. string.sub(KEYS[2], 12)
+-- watch_channel returns the name of the lock's watch channel: the fence
+-- key's name with 'watch' for 'fence' (see keys.go). A channel, no key:
+-- the scripts touch only the keys they are given.
+local function watch_channel()
+  return 'dlock:watch' .. string.sub(KEYS[2], 12)
 end
 
 -- marked reads the release marker freed of a holding that the release did
