@@ -66,6 +66,13 @@ func withACLHint(key string, err error) error {
 	return &aclError{Missing: missing, Err: err}
 }
 
+// refusedByACL reports whether err is a call that the Redis user's ACL
+// refused: refused before it ran, every copy of it alike.
+func refusedByACL(err error) bool {
+	var refused *aclError
+	return errors.As(err, &refused)
+}
+
 // keysRule names the key patterns that the calls on the lock named key
 // need: the lock's own, and ~dlock:* for its side keys.
 func keysRule(key string) string {

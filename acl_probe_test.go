@@ -1,4 +1,4 @@
-package acltest
+package dlock_test
 
 import (
 	"context"
@@ -15,6 +15,13 @@ import (
 	"github.com/dlock-go/dlock/internal/engine"
 	"github.com/dlock-go/dlock/redistest"
 )
+
+// The tests of dlock and its packages under Redis ACL users (acl_*_test.go):
+// that every script touches only the keys its call declares (so that it
+// runs on a server that checks them, and under an ACL user allowed
+// exactly its keys), that a user allowed the application's keys alone gets
+// an error naming the rule it lacks, and that the ACL docs/compat.md
+// documents is enough for every feature, over TLS too.
 
 // A keysProbe runs every script call of its clients under an ACL user
 // allowed exactly the keys the call declares in KEYS, and records what
