@@ -2,6 +2,10 @@ package dlock_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -33,16 +37,32 @@ var (
 	packageCommands = []string{"+hmget", "+hexists", "+hincrby", "+hlen", "+xadd", "+xrevrange", "+xread", "+scan"}
 )
 
+// minimalRules returns the rules of the documented ACL, in the order
+// docs/compat.md shows them.
+func minimalRules() []string {
+	return slices.Concat(coreKeys, coreChannels, []string{"-@all"}, coreCommands, packageKeys, packageCommands)
+}
+
 // minimalACL returns the arguments of ACL SETUSER that give user the
 // documented ACL, with password pass.
 func minimalACL(user, pass string) []any {
 	args := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pass}
-	for _, group := range [][]string{coreKeys, coreChannels, {"-@all"}, coreCommands, packageKeys, packageCommands} {
-		for _, r := range group {
-			args = append(args, r)
-		}
+	for _, r := range minimalRules() {
+		args = append(args, r)
 	}
 	return args
+}
+
+// docs/compat.md shows the ACL that the tests run under, rule for rule.
+func TestCompatShowsTheMinimalACL(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("docs", "compat.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := "ACL SETUSER app on >secret " + strings.Join(minimalRules(), " ")
+	if !strings.Contains(string(doc), "\n"+line+"\n") {
+		t.Errorf("docs/compat.md does not show the ACL the tests use:\n%s", line)
+	}
 }
 
 // minimalUser makes the user of the documented ACL on srv, and returns a

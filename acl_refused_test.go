@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,4 +92,60 @@ func TestAppKeysOnlyGetsTheMissingRule(t *testing.T) {
 			t.Errorf("%s is left in Redis", key)
 		}
 	}
+}
+
+// TestReleaseWithoutChannelRights: a user allowed the keys but no channel
+// (no &dlock:*) still takes and releases locks, and a release says so: the
+// release messages it may not publish are not part of its effect. Its
+// waiters, which may not subscribe, find the lock free at a later try.
+func TestReleaseWithoutChannelRights(t *testing.T) {
+	srv := redistest.NewServer(t)
+	ctx := testenv.Timeout(t, 30*time.Second)
+	if err := srv.Client().Do(ctx, "ACL", "SETUSER", "app", "reset", "on", ">pw", "~app:*", "~dlock:*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := srv.Client(func(o *redis.Options) { o.Username, o.Password = "app", "pw" })
+	locker := dlock.New(rdb)
+	t.Cleanup(func() { locker.Close() })
+	for _, fair := range []bool{false, true} {
+		tried := &signalledBackoff{tried: make(chan struct{})}
+		opts := []dlock.ObtainOption{dlock.WithBackoff(tried)}
+		if fair {
+			opts = append(opts, dlock.WithFair())
+		}
+		l, err := locker.TryObtain(ctx, appLock, time.Minute, opts...)
+		check(t, "TryObtain", err)
+		waited := make(chan error, 1)
+		go func() {
+			w, err := locker.Obtain(ctx, appLock, time.Minute, opts...)
+			if err == nil {
+				err = w.Release(ctx)
+			}
+			waited <- err
+		}()
+		<-tried.tried // the waiter found the lock held
+		check(t, "Release", l.Release(ctx))
+		check(t, "the waiter", <-waited)
+	}
+	sem, err := locker.Semaphore(appSem, 1).TryAcquire(ctx, time.Minute)
+	check(t, "TryAcquire", err)
+	check(t, "Release", sem.Release(ctx))
+	if _, err := locker.TryObtain(ctx, appForce, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if released, err := locker.ForceRelease(ctx, appForce); err != nil || !released {
+		t.Fatalf("ForceRelease = %v, %v; want true", released, err)
+	}
+}
+
+// signalledBackoff waits 20ms between tries, and closes tried at the first
+// failed one.
+type signalledBackoff struct {
+	once  sync.Once
+	tried chan struct{}
+}
+
+func (b *signalledBackoff) Delay(int, time.Duration) time.Duration {
+	b.once.Do(func() { close(b.tried) })
+	return 20 * time.Millisecond
 }

@@ -87,7 +87,7 @@ if holders == 0 then
   redis.call('DEL', KEYS[5]) -- a semaphore's limit counts while permits are held
 end
 if not queued then
-  redis.call('PUBLISH', KEYS[2], '')
+  redis.pcall('PUBLISH', KEYS[2], '')
   redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
   return released
 end
@@ -137,7 +137,7 @@ local function hand(head, holder, ttl, channel, barging)
     end
   end
   if heard == nil then
-    redis.call('PUBLISH', KEYS[2], message)
+    redis.pcall('PUBLISH', KEYS[2], message)
   end
   if counted and heard == 0 then
     return false
@@ -193,7 +193,7 @@ for _, head in ipairs(queue) do
   end
 end
 if served == 0 and redis.call('EXISTS', KEYS[3]) == 0 then
-  redis.call('PUBLISH', KEYS[2], '') -- nobody is left in the queue: tell whoever listens
+  redis.pcall('PUBLISH', KEYS[2], '') -- nobody is left in the queue: tell whoever listens
 end
 redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
 return released

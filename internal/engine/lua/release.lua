@@ -59,6 +59,10 @@
 -- Either way, a message on the lock's watch channel tells those that watch
 -- the lock without waiting for it (Client.WaitRelease): its name is the
 -- fence key's with "watch" for "fence" (see keys.go).
+--
+-- Every PUBLISH goes through pcall: a user whose ACL forbids the channels
+-- (no &dlock:*) still releases, and says so; its waiters, which cannot
+-- subscribe either, find the lock free at their next try.
 local watch = watch_channel()
 local freed = KEYS[#KEYS]
 local n = #KEYS - 1 -- the keys before the marker
@@ -71,7 +75,7 @@ if redis.pcall('GET', KEYS[1]) == ARGV[1] then
     -- Lock.ReleaseStoring: the work is done; every waiter, whose guard
     -- (WithGuard) this is, finds it at its next try: wake them all.
     redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[10])
-    redis.call('PUBLISH', KEYS[2], '')
+    redis.pcall('PUBLISH', KEYS[2], '')
     redis.pcall('PUBLISH', watch, '')
     return 1
   end
@@ -86,7 +90,7 @@ else
 end
 if n < 4 then
   if released == 1 and ARGV[2] ~= 'quiet' then
-    redis.call('PUBLISH', KEYS[2], '')
+    redis.pcall('PUBLISH', KEYS[2], '')
     redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
   end
   return released
@@ -110,7 +114,7 @@ end
 if n >= 5 and redis.call('EXISTS', KEYS[5]) == 1 then
   -- The waiters' guard (WithGuard) exists: the work is done, and the lock
   -- goes to nobody. Every waiter finds the guard at its next try.
-  redis.call('PUBLISH', KEYS[2], '')
+  redis.pcall('PUBLISH', KEYS[2], '')
   redis.pcall('PUBLISH', watch, '')
   return released
 end
@@ -150,7 +154,7 @@ for _ = 1, 100 do
       end
     end
     if heard == nil then
-      redis.call('PUBLISH', KEYS[2], message)
+      redis.pcall('PUBLISH', KEYS[2], message)
     end
     if not (counted and heard == 0) then
       if barging then
@@ -173,6 +177,6 @@ for _ = 1, 100 do
   redis.call('ZREM', KEYS[4], head)
   head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 end
-redis.call('PUBLISH', KEYS[2], '')
+redis.pcall('PUBLISH', KEYS[2], '')
 redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
 return released
