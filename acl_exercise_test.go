@@ -189,6 +189,18 @@ func exerciseAdmin(t *testing.T, locker, other *dlock.Client) {
 
 	l, err := other.TryObtain(ctx, appWatch, time.Minute)
 	check(t, "TryObtain", err)
+	found := false
+	for info, err := range locker.Scan(ctx, "app:*") {
+		check(t, "Scan", err)
+		found = found || (info.Key == appWatch && info.Held)
+	}
+	if !found {
+		t.Fatalf("Scan did not find %s", appWatch)
+	}
+	// CONFIG GET: refused under the minimal ACL, where the check says nothing
+	if _, err := locker.CheckDeployment(ctx); err != nil {
+		t.Fatalf("CheckDeployment: %v", err)
+	}
 	watched := make(chan error, 1)
 	go func() { watched <- locker.WaitRelease(ctx, appWatch) }()
 	testenv.Eventually(t, 10*time.Second, "WaitRelease listening", func() bool {

@@ -78,7 +78,9 @@ func minimalUser(t *testing.T, srv *redistest.Server, opts ...func(*redis.Option
 	}
 }
 
-// aclLogEmpty fails t, when it ends, if Redis refused anything.
+// aclLogEmpty fails t, when it ends, if Redis refused anything but the
+// CONFIG GET of CheckDeployment, which the documented ACL leaves out (the
+// check then says nothing).
 func aclLogEmpty(t *testing.T, srv *redistest.Server) {
 	t.Helper()
 	admin := srv.Client()
@@ -88,6 +90,9 @@ func aclLogEmpty(t *testing.T, srv *redistest.Server) {
 			t.Error(err)
 		}
 		for _, e := range entries {
+			if fields, ok := e.(map[any]any); ok && fields["object"] == "config|get" {
+				continue
+			}
 			t.Errorf("Redis refused the user: %v", e)
 		}
 	})
