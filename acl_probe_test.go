@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,4 +237,29 @@ func TestScriptsTouchOnlyDeclaredKeys(t *testing.T) {
 		}
 	}
 	t.Logf("%d scripts ran, %d of them the engine's", len(ran), len(engine.Scripts()))
+}
+
+// No script carries Redis 7's flags (a "#!lua flags=..." first line), which
+// servers without them refuse, and none asks for allow-cross-slot-keys.
+func TestScriptsHaveNoFlags(t *testing.T) {
+	var files []string
+	for _, pattern := range []string{"internal/engine/lua/*.lua", "cachefill/lua/*.lua", "stock/lua/*.lua", "fence/*.lua"} {
+		found, err := filepath.Glob(filepath.FromSlash(pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, found...)
+	}
+	if len(files) < 20 {
+		t.Fatalf("found only %d scripts: %q", len(files), files)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(string(src), "#!") || strings.Contains(string(src), "allow-cross-slot-keys") {
+			t.Errorf("%s has script flags", f)
+		}
+	}
 }
