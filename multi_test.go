@@ -13,6 +13,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
+	"github.com/dlock-go/dlock/observe"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -483,4 +484,38 @@ func resendEnv(t *testing.T) (*redistest.Server, *redis.Client, *dlock.Client) {
 		t.Fatal(err)
 	}
 	return srv, rdb, locker
+}
+
+// An observer is told of a multi-key Lock as of any: of kind "multi",
+// named by the first of its sorted keys, from obtain to release.
+func TestObtainMultiObserved(t *testing.T) {
+	t.Parallel()
+	ctx := testenv.Timeout(t, 20*time.Second)
+	var mu sync.Mutex
+	var seen []observe.Event
+	locker := lockenv.Locker(t, nil, dlock.WithObserver(observe.ObserverFunc(func(e observe.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, e)
+	})))
+	keys := multiKeys(t, "b", "a")
+	lock, err := locker.ObtainMulti(ctx, keys, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var types []observe.EventType
+	for _, e := range seen {
+		types = append(types, e.Type)
+		if e.Kind != "multi" || e.Key != keys[1] {
+			t.Errorf("event %v of kind %q, key %q; want \"multi\" and %q", e.Type, e.Kind, e.Key, keys[1])
+		}
+	}
+	if len(types) < 2 || types[0] != observe.EventObtain || types[len(types)-1] != observe.EventRelease {
+		t.Errorf("events %v, want an obtain, then a release", types)
+	}
 }
