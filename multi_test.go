@@ -519,3 +519,66 @@ func TestObtainMultiObserved(t *testing.T) {
 		t.Errorf("events %v, want an obtain, then a release", types)
 	}
 }
+
+// An acquire whose caller gave up while Redis was paused is taken back
+// once Redis answers: nothing of it is left on any key.
+func TestObtainMultiGivenUpIsTakenBack(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	rdb := srv.Client()
+	locker := dlock.New(rdb)
+	t.Cleanup(func() { locker.Close() })
+	keys := multiKeys(t, "a", "b")
+	warm, err := locker.TryObtainMulti(context.Background(), multiKeys(t, "warm"), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	_, err = locker.TryObtainMulti(testenv.Timeout(t, 200*time.Millisecond), keys, time.Minute)
+	srv.Resume()
+	if !errors.Is(err, dlock.ErrOutcomeUnknown) {
+		t.Fatalf("TryObtainMulti while Redis is paused = %v, want ErrOutcomeUnknown", err)
+	}
+	locker.Close() // waits for the take-back in the background
+	if n := rdb.Exists(context.Background(), keys...).Val(); n != 0 {
+		t.Errorf("%d of the keys are left after the take-back", n)
+	}
+}
+
+// On a Redlock, a waiter for several keys is woken by the release of the
+// one held.
+func TestObtainMultiRedlockWokenByRelease(t *testing.T) {
+	t.Parallel()
+	ctx := testenv.Timeout(t, 30*time.Second)
+	e := setupQuorum(t, 3)
+	holder, err := e.locker.TryObtain(ctx, "b", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		lock, err := e.locker.ObtainMulti(ctx, []string{"a", "b"}, time.Minute, dlock.WithBackoff(dlock.ExponentialBackoff(time.Hour, time.Hour)))
+		if err == nil {
+			err = lock.Release(context.Background())
+		}
+		got <- err
+	}()
+	const watch = "dlock:watch{b}"
+	testenv.Eventually(t, 20*time.Second, "the waiter listens on every node", func() bool {
+		for _, rdb := range e.rdbs {
+			if rdb.PubSubNumSub(ctx, watch).Val()[watch] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("ObtainMulti after the release: %v", err)
+	}
+}
