@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/wake"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -139,6 +140,36 @@ func TestMultiRaiseFence(t *testing.T) {
 	for _, key := range []string{"a", "b"} {
 		if v, want := rdb.Get(ctx, sideKey(fenceKind, key)).Val(), fmt.Sprintf("%d:%s", first.value, fenceTag(a.arg)); v != want {
 			t.Errorf("fence key of %s = %q, want %q", key, v, want)
+		}
+	}
+}
+
+// A multi-key waiter sleeps for its Backoff's delay, at least
+// listeningMinDelay while it listens, never past the longest remaining
+// time of the locks held.
+func TestMultiWaiterDelay(t *testing.T) {
+	t.Parallel()
+	fixed := fixedBackoff(time.Second)
+	for _, c := range []struct {
+		name      string
+		listening bool
+		backoff   Backoff
+		pttl      int64
+		want      time.Duration
+	}{
+		{"backoff", false, fixed, 5000, time.Second},
+		{"holder expires first", false, fixed, 300, 300 * time.Millisecond},
+		{"no expiry", false, fixed, -1, time.Second},
+		{"unknown", false, fixed, unknownTTL, time.Second},
+		{"listening: at least the minimum", true, fixedBackoff(time.Millisecond), 5000, listeningMinDelay},
+		{"listening: holder expires first", true, fixedBackoff(time.Millisecond), 10, 10 * time.Millisecond},
+	} {
+		w := multiWaiter{cfg: Config{Backoff: c.backoff}}
+		if c.listening {
+			w.watches = make([]*wake.Watch, 1)
+		}
+		if got := w.delay(1, reply{code: held, value: c.pttl}); got != c.want {
+			t.Errorf("%s: delay = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
