@@ -309,35 +309,54 @@ func TestObtainMultiAutoRenewAndLost(t *testing.T) {
 	}
 }
 
-// On a Cluster, keys of one slot are taken in one script; keys of several
-// slots are refused, as one script cannot touch them.
+// On a Cluster of three primaries, keys of one slot are taken in one
+// script, on the primary of their slot, and renewed there; keys of several
+// slots are refused, as one script cannot touch them. When the primary of
+// a renewed Lock's slot dies (no replica takes over), the Lock is lost.
 func TestObtainMultiCluster(t *testing.T) {
 	t.Parallel()
-	ctx := testenv.Timeout(t, 20*time.Second)
-	rdb := newCluster(t)
+	ctx := testenv.Timeout(t, 30*time.Second)
+	cluster := redistest.NewCluster(t, 3, 0)
+	rdb := cluster.Client()
 	locker := lockenv.Locker(t, rdb)
-	keys := multiKeys(t, "a", "b", "c")
-	lock, err := locker.TryObtainMulti(ctx, keys, time.Minute, dlock.WithAutoRenew(true))
-	if err != nil {
-		t.Fatalf("TryObtainMulti of keys of one slot: %v", err)
-	}
-	for _, key := range keys {
-		if v := rdb.Get(ctx, key).Val(); v != lock.Token() {
-			t.Errorf("%s holds %q, want the Lock's token", key, v)
+	var renewed []*dlock.Lock
+	for _, tag := range []string{"{acct}", "{user:7}", "{x}"} {
+		keys := []string{tag + ":b", tag + ":a", tag + ":c"}
+		lock, err := locker.TryObtainMulti(ctx, keys, time.Second, dlock.WithAutoRenew(true))
+		if err != nil {
+			t.Fatalf("TryObtainMulti of keys of one slot: %v", err)
 		}
+		for _, key := range keys {
+			if v := rdb.Get(ctx, key).Val(); v != lock.Token() {
+				t.Errorf("%s holds %q, want the Lock's token", key, v)
+			}
+		}
+		if lock.Fence() <= 0 {
+			t.Errorf("Fence = %d", lock.Fence())
+		}
+		if _, err := locker.TryObtain(ctx, keys[2], time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
+			t.Errorf("TryObtain of a key of the Lock = %v, want ErrNotObtained", err)
+		}
+		renewed = append(renewed, lock)
 	}
-	if lock.Fence() <= 0 {
-		t.Errorf("Fence = %d", lock.Fence())
-	}
-	if err := lock.Refresh(ctx, time.Minute); err != nil {
-		t.Errorf("Refresh: %v", err)
-	}
-	if err := lock.Release(ctx); err != nil {
+	first := renewed[0].Until()
+	testenv.Eventually(t, 20*time.Second, "a renewal", func() bool { return renewed[0].Until().After(first.Add(time.Second)) })
+	if err := renewed[1].Release(ctx); err != nil {
 		t.Errorf("Release: %v", err)
 	}
-	_, err = locker.TryObtainMulti(ctx, []string{"order:1", "order:2"}, time.Minute)
+	_, err := locker.TryObtainMulti(ctx, []string{"order:1", "order:2"}, time.Minute)
 	if !errors.Is(err, dlock.ErrInvalidKey) {
 		t.Errorf("TryObtainMulti of keys of two slots = %v, want ErrInvalidKey", err)
+	}
+
+	cluster.PrimaryOf("{x}:a").Kill()
+	select {
+	case <-renewed[2].Done():
+	case <-ctx.Done():
+		t.Fatal("the Lock on a dead primary did not end")
+	}
+	if err := renewed[2].Err(); !errors.Is(err, dlock.ErrLockLost) {
+		t.Errorf("Err = %v, want ErrLockLost", err)
 	}
 }
 
