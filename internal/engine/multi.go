@@ -18,7 +18,14 @@ import (
 // and wait for each other: whoever runs first gets all of them. One script
 // touches keys of one Cluster slot only: in a Cluster the keys must share
 // a slot (a hash tag); on a single server and on a Redlock of single
-// servers any keys go together.
+// servers any keys go together. A Redlock runs the one script on every
+// node: each node grants all of the keys or none, so the quorum that
+// grants the holding holds every key, in one round, and a failed attempt
+// is taken back with one release per node, as a lock's is. (A quorum per
+// key would take a round per key, and could leave some keys on a quorum
+// and others not.) Keys in several Cluster slots are refused rather than
+// taken one slot after the other: between the slots, a part would be held
+// alone, and the caller can give the keys one hash tag.
 //
 // The holding's KEYS, for every one of its scripts (multi_*.lua): the lock
 // keys, their fence keys, then their release markers for the holder's
