@@ -41,7 +41,8 @@ import (
 //
 // Serial rows also report redis-cpu-µs/op: the CPU time redis-server used
 // per cycle (INFO cpu), which the load of the client's machine changes
-// little.
+// little; and redis-cmds/op: the commands Redis ran per cycle, those inside
+// scripts included (INFO commandstats), which nothing changes.
 func BenchmarkCycle(b *testing.B) {
 	srv := redistest.NewServer(b)
 	rdb := srv.Client()
@@ -112,13 +113,14 @@ func BenchmarkCycle(b *testing.B) {
 		b.Run("lib="+row.lib+"/mode=serial", func(b *testing.B) {
 			key := "bench:" + row.lib
 			b.ReportAllocs()
-			cpu := serverCPU(b, rdb)
+			cpu, cmds := serverCPU(b, rdb), serverCommands(b, rdb)
 			for b.Loop() {
 				if err := cycle(row.ctx, key); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric((serverCPU(b, rdb)-cpu)/float64(b.N), "redis-cpu-µs/op")
+			b.ReportMetric(float64(serverCommands(b, rdb)-cmds)/float64(b.N), "redis-cmds/op")
 		})
 		for _, mode := range []struct {
 			name       string
@@ -147,6 +149,34 @@ func serverCPU(b *testing.B, rdb *redis.Client) float64 {
 			seconds, _ := strconv.ParseFloat(v, 64)
 			total += seconds * 1e6
 		}
+	}
+	return total
+}
+
+// serverCommands returns how many commands redis-server has run (INFO
+// commandstats), the commands that scripts run included and the EVALSHA or
+// EVAL that runs a script not: a row's difference is the work Redis does
+// per cycle, whatever the machine. INFO, CONFIG and SCRIPT are left out.
+func serverCommands(b *testing.B, rdb *redis.Client) int64 {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		cmd, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd {
+			continue
+		}
+		switch strings.SplitN(cmd, "|", 2)[0] {
+		case "info", "config", "script", "evalsha", "eval", "evalsha_ro", "eval_ro":
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+		n, _ := strconv.ParseInt(calls, 10, 64)
+		total += n
 	}
 	return total
 }

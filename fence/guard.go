@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock/observe"
 )
 
 // Guard runs fn in a transaction of db that first records fence f for
@@ -41,13 +44,17 @@ import (
 //
 // resource must not be empty, f must be positive, fn and db must not be
 // nil, and opts must be valid; Guard returns an error otherwise.
-func Guard(ctx context.Context, db *sql.DB, resource string, f int64, fn func(tx *sql.Tx) error, opts ...Option) error {
+func Guard(ctx context.Context, db *sql.DB, resource string, f int64, fn func(tx *sql.Tx) error, opts ...Option) (err error) {
 	if err := checkGuard(db, resource, f, fn); err != nil {
 		return err
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return err
+	}
+	fnFailed := false
+	if cfg.observer != nil {
+		defer func(start time.Time) { cfg.tell(observe.OpGuard, resource, start, err, fnFailed) }(time.Now())
 	}
 	d, err := cfg.dialectOf(ctx, db)
 	if err != nil {
@@ -78,6 +85,7 @@ func Guard(ctx context.Context, db *sql.DB, resource string, f int64, fn func(tx
 	err = fn(tx)
 	done = true
 	if err != nil {
+		fnFailed = true
 		return rollback(tx, err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/observe"
 )
 
 // DefaultField is the field of a hash written by Redis.HSet that holds the
@@ -45,34 +47,28 @@ const (
 type Redis struct {
 	rdb   redis.UniversalClient
 	field string
-}
-
-// A RedisOption changes how a Redis writes.
-type RedisOption func(*Redis)
-
-// WithField names the field of a hash that holds its fence, for HSet.
-// Default: DefaultField.
-func WithField(name string) RedisOption {
-	return func(r *Redis) { r.field = name }
+	cfg   config // WithObserver's, for each write
 }
 
 // NewRedis returns a Redis that writes through rdb: a client of one
-// server, of a Sentinel deployment or of a Cluster. rdb must not be nil,
-// and the field of WithField not empty.
-func NewRedis(rdb redis.UniversalClient, opts ...RedisOption) (*Redis, error) {
+// server, of a Sentinel deployment or of a Cluster. Its options are
+// WithField and WithObserver. rdb must not be nil, and the field of
+// WithField not empty.
+func NewRedis(rdb redis.UniversalClient, opts ...Option) (*Redis, error) {
 	if rdb == nil {
 		return nil, errors.New("fence: nil Redis client")
 	}
-	r := &Redis{rdb: rdb, field: DefaultField}
-	for _, o := range opts {
-		if o != nil {
-			o(r)
-		}
+	cfg := applyOptions(opts)
+	if cfg.err != nil {
+		return nil, cfg.err
 	}
-	if r.field == "" {
+	if err := cfg.refuse("NewRedis", "WithTable", "WithDialect"); err != nil {
+		return nil, err
+	}
+	if cfg.field == "" {
 		return nil, errors.New("fence: empty fence field")
 	}
-	return r, nil
+	return &Redis{rdb: rdb, field: cfg.field, cfg: cfg}, nil
 }
 
 // Set sets key to value, with a time to live of ttl (none if 0), and
@@ -93,7 +89,10 @@ func NewRedis(rdb redis.UniversalClient, opts ...RedisOption) (*Redis, error) {
 //
 // key must not be empty, nor hold a '}' outside a hash tag; f must be
 // positive and ttl 0 or at least a millisecond.
-func (r *Redis) Set(ctx context.Context, key string, f int64, value any, ttl time.Duration) error {
+func (r *Redis) Set(ctx context.Context, key string, f int64, value any, ttl time.Duration) (err error) {
+	if r.cfg.observer != nil {
+		defer func(start time.Time) { r.cfg.tell(observe.OpRedisWrite, key, start, err, false) }(time.Now())
+	}
 	fenceKey, err := fenceKeyOf(key)
 	if err != nil {
 		return err
@@ -120,7 +119,10 @@ func (r *Redis) Set(ctx context.Context, key string, f int64, value any, ttl tim
 //
 // key must not be empty, f must be positive, and values must hold at
 // least one field, not the fence field.
-func (r *Redis) HSet(ctx context.Context, key string, f int64, values map[string]any) error {
+func (r *Redis) HSet(ctx context.Context, key string, f int64, values map[string]any) (err error) {
+	if r.cfg.observer != nil {
+		defer func(start time.Time) { r.cfg.tell(observe.OpRedisWrite, key, start, err, false) }(time.Now())
+	}
 	if key == "" {
 		return errors.New("fence: empty key")
 	}

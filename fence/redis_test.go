@@ -26,7 +26,7 @@ func sharedClient(t testing.TB) *redis.Client {
 	return rdb
 }
 
-func newRedis(t testing.TB, rdb redis.UniversalClient, opts ...fence.RedisOption) *fence.Redis {
+func newRedis(t testing.TB, rdb redis.UniversalClient, opts ...fence.Option) *fence.Redis {
 	t.Helper()
 	r, err := fence.NewRedis(rdb, opts...)
 	if err != nil {

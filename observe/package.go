@@ -6,7 +6,8 @@ import "time"
 // on dlock do: cachefill, jobs, election and idempotency tell the
 // Observers of the *dlock.Client they are given (dlock.WithObserver) that
 // implement it; stock, which takes a go-redis client, tells the one given
-// with stock.WithObserver. So one Observer installed on the Client sees
+// with stock.WithObserver, and fence the one given with fence.WithObserver.
+// So one Observer installed on the Client (and given to those two) sees
 // the locks and the packages both. The modules
 // github.com/dlock-go/dlock/prometheus and github.com/dlock-go/dlock/otel
 // implement it.
@@ -26,7 +27,7 @@ type PackageObserver interface {
 // constants below, a few each, so each is fit for a metric label as it is.
 type PackageEvent struct {
 	// Package names the package: PackageCachefill, PackageJobs,
-	// PackageElection, PackageIdempotency or PackageStock.
+	// PackageElection, PackageIdempotency, PackageStock or PackageFence.
 	Package string
 	// Op is what happened, one of the package's Op constants (OpLookup,
 	// OpRun, OpTerm, ...).
@@ -41,12 +42,13 @@ type PackageEvent struct {
 	Name string
 	// Key is the key of the call: the cache key (PackageCachefill), the
 	// idempotency key (PackageIdempotency), the sku (PackageStock; the
-	// first of a call on several), and "" for the other packages. It is
+	// first of a call on several), the resource or key written
+	// (PackageFence), and "" for the other packages. It is
 	// unbounded: do not use it as a metric label.
 	Key string
-	// Duration is how long a load (OpLoad, OpRefresh) or a run of a job
-	// (OpRun with OutcomeRan or OutcomeFailed) took; 0 for the other
-	// events.
+	// Duration is how long a load (OpLoad, OpRefresh), a run of a job
+	// (OpRun with OutcomeRan or OutcomeFailed) or a fenced write
+	// (PackageFence) took; 0 for the other events.
 	Duration time.Duration
 }
 
@@ -57,6 +59,7 @@ const (
 	PackageElection    = "election"
 	PackageIdempotency = "idempotency"
 	PackageStock       = "stock"
+	PackageFence       = "fence"
 )
 
 // The Ops of PackageCachefill. A Get that joins a fetch of the same key
@@ -168,4 +171,17 @@ const (
 	OutcomeNoReservation = "no_reservation"
 	OutcomeUnknownSKU    = "unknown_sku"
 	OutcomeUnknown       = "unknown"
+)
+
+// The Ops of PackageFence, for one write of resource or key Key with a
+// lock's fence: OpGuard (fence.Guard, a SQL transaction) and OpRedisWrite
+// (fence.Redis's Set and HSet). Their Outcomes: OutcomeWritten (the fence
+// passed and the write is committed), OutcomeStale (a higher fence was
+// recorded: nothing written; the writer's lock was lost), OutcomeFailed
+// (Guard's function returned an error: rolled back), or OutcomeError (the
+// database or Redis failed, or bad input).
+const (
+	OpGuard        = "guard"
+	OpRedisWrite   = "redis_write"
+	OutcomeWritten = "written"
 )

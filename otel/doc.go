@@ -68,8 +68,8 @@
 //
 // The Observer is also an observe.PackageObserver: the packages cachefill,
 // jobs, election and idempotency, built on a Client it observes, tell it
-// what they do, and package stock does when given it with
-// stock.WithObserver. Their metrics, as the Prometheus module's, with the
+// what they do, and packages stock and fence do when given it with
+// stock.WithObserver and fence.WithObserver. Their metrics, as the Prometheus module's, with the
 // attribute dlock.outcome (the values of observe's Outcome constants):
 //
 //	dlock.cachefill.lookups         counter         entries read, by dlock.outcome: hit, stale, miss
@@ -90,6 +90,8 @@
 //	dlock.stock.operations          counter         calls, by dlock.op (reserve, commit, cancel) and
 //	                                                dlock.outcome: ok, sold_out, conflict, no_reservation,
 //	                                                unknown_sku, unknown, error
+//	dlock.fence.writes              counter         writes with a fence, by dlock.op (guard, redis_write)
+//	                                                and dlock.outcome: written, stale, failed, error
 //
 // The names of jobs and elections are attributes: at most
 // WithMaxNameValues distinct ones, the rest "other". Cache keys,

@@ -35,6 +35,7 @@ type packageInstruments struct {
 	leaderChanges  metric.Int64Counter
 	idempotency    metric.Int64Counter
 	stock          metric.Int64Counter
+	fence          metric.Int64Counter
 
 	names *labels.Bounded // the values of dlock.job.name and dlock.election.name
 }
@@ -79,6 +80,9 @@ func (m *packageInstruments) init(meter metric.Meter, maxNames int) error {
 	err = join(err, e)
 	m.stock, e = meter.Int64Counter("dlock.stock.operations", metric.WithUnit("{operation}"),
 		metric.WithDescription("Calls of package stock that reached Redis, by op (reserve, commit, cancel) and outcome: ok, sold_out, conflict, no_reservation, unknown_sku, unknown, error."))
+	err = join(err, e)
+	m.fence, e = meter.Int64Counter("dlock.fence.writes", metric.WithUnit("{write}"),
+		metric.WithDescription("Writes with a lock's fence through package fence, by op (guard: a SQL transaction; redis_write) and outcome: written, stale (a higher fence was recorded: the writer's lock was lost), failed (Guard's function returned an error), error."))
 	return join(err, e)
 }
 
@@ -112,6 +116,8 @@ func (m *packageInstruments) observe(e observe.PackageEvent) {
 		m.idempotency.Add(ctx, 1, metric.WithAttributes(outcome))
 	case observe.PackageStock:
 		m.stock.Add(ctx, 1, metric.WithAttributes(attribute.String("dlock.op", e.Op), outcome))
+	case observe.PackageFence:
+		m.fence.Add(ctx, 1, metric.WithAttributes(attribute.String("dlock.op", e.Op), outcome))
 	}
 }
 
@@ -132,8 +138,8 @@ func (m *packageInstruments) cachefill(ctx context.Context, e observe.PackageEve
 
 // ObservePackage records e in the metrics; it makes the Observer an
 // observe.PackageObserver, told what the packages built on the Clients it
-// observes do (cachefill, jobs, election, idempotency; stock through
-// stock.WithObserver). Package events make no spans: the spans of the
+// observes do (cachefill, jobs, election, idempotency; stock and fence
+// through their WithObserver). Package events make no spans: the spans of the
 // locks they take tell their calls.
 func (o *Observer) ObservePackage(e observe.PackageEvent) {
 	o.packages.observe(e)

@@ -10,7 +10,9 @@ import (
 
 	"github.com/dlock-go/dlock/cachefill"
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/fence"
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/jobs"
 	dlockotel "github.com/dlock-go/dlock/otel"
 	"github.com/dlock-go/dlock/stock"
@@ -203,6 +205,28 @@ func TestIdempotencyInstruments(t *testing.T) {
 
 // Reservations, a sold-out, a commit and a cancel of nothing, through
 // stock.WithObserver.
+// TestFenceInstruments counts fenced writes: one written, a late one
+// refused.
+func TestFenceInstruments(t *testing.T) {
+	t.Parallel()
+	tm := setup(t)
+	ctx := timeout(t, 30*time.Second)
+	store, err := fence.NewRedis(tm.srv.Client(), fence.WithObserver(tm.observe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := testenv.Key(t)
+	if err := store.Set(ctx, key, 10, "v", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Set(ctx, key, 9, "late", time.Minute); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("a lower fence: %v, want ErrStale", err)
+	}
+	op := attribute.String("dlock.op", "redis_write")
+	check(t, "written", tm.sum(t, "dlock.fence.writes", op, outcome("written")), 1)
+	check(t, "stale", tm.sum(t, "dlock.fence.writes", op, outcome("stale")), 1)
+}
+
 func TestStockInstruments(t *testing.T) {
 	t.Parallel()
 	tm := setup(t)

@@ -177,6 +177,7 @@ func everyPackageWork(t *testing.T, metrics *dlockprom.Collector, locker *dlock.
 	electionWork(t, locker, srv.Client())
 	idempotencyWork(t, locker)
 	stockWork(t, srv.Client(), metrics)
+	fenceWork(t, srv.Client(), locker, metrics)
 
 	dead := redistest.NewServer(t)
 	dead.Kill()

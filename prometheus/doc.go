@@ -29,8 +29,10 @@
 //
 // The Collector is also an observe.PackageObserver: the packages
 // cachefill, jobs, election and idempotency, built on a Client it
-// observes, tell it what they do, and package stock does when given it
-// with stock.WithObserver (stock.New(rdb, stock.WithObserver(metrics))).
+// observes, tell it what they do, and packages stock and fence do when
+// given it with their WithObserver (stock.New(rdb,
+// stock.WithObserver(metrics)), fence.NewRedis(rdb,
+// fence.WithObserver(metrics)), fence.Guard(…, fence.WithObserver(metrics))).
 // Their metrics, whose label outcome takes the values of observe's Outcome
 // constants:
 //
@@ -52,6 +54,8 @@
 //	dlock_stock_operations_total           counter    calls, by op (reserve, commit, cancel) and outcome:
 //	                                                  ok, sold_out, conflict, no_reservation,
 //	                                                  unknown_sku, unknown, error
+//	dlock_fence_writes_total               counter    writes with a fence, by op (guard, redis_write) and
+//	                                                  outcome: written, stale, failed, error
 //
 // The names of jobs and elections are labels (job_name, since Prometheus
 // sets job to the scrape's job): at most WithMaxNameLabels distinct ones,

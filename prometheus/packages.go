@@ -33,6 +33,7 @@ type packageMetrics struct {
 	leaderChanges  *prometheus.CounterVec
 	idempotency    *prometheus.CounterVec
 	stock          *prometheus.CounterVec
+	fence          *prometheus.CounterVec
 
 	names *labels.Bounded // the values of the labels job_name and election
 }
@@ -77,13 +78,16 @@ func newPackageMetrics(cfg config) *packageMetrics {
 	m.stock = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dlock_stock_operations_total", Help: "Calls of package stock that reached Redis, by op (reserve, commit, cancel) and outcome: ok, sold_out, conflict, no_reservation, unknown_sku, unknown, error.",
 	}, []string{"op", "outcome"})
+	m.fence = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dlock_fence_writes_total", Help: "Writes with a lock's fence through package fence, by op (guard: a SQL transaction; redis_write) and outcome: written, stale (a higher fence was recorded: the writer's lock was lost), failed (Guard's function returned an error), error.",
+	}, []string{"op", "outcome"})
 	return m
 }
 
 // collectors returns the metrics, to describe and collect.
 func (m *packageMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.cacheLookups, m.cacheWaits, m.cacheLoads, m.cacheFallbacks, m.cacheGaveUp,
-		m.jobRuns, m.jobDurations, m.leader, m.terms, m.leaderChanges, m.idempotency, m.stock}
+		m.jobRuns, m.jobDurations, m.leader, m.terms, m.leaderChanges, m.idempotency, m.stock, m.fence}
 }
 
 // observe counts e.
@@ -103,6 +107,8 @@ func (m *packageMetrics) observe(e observe.PackageEvent) {
 		m.idempotency.WithLabelValues(e.Outcome).Inc()
 	case observe.PackageStock:
 		m.stock.WithLabelValues(e.Op, e.Outcome).Inc()
+	case observe.PackageFence:
+		m.fence.WithLabelValues(e.Op, e.Outcome).Inc()
 	}
 }
 
@@ -151,8 +157,8 @@ func WithMaxNameLabels(n int) Option {
 
 // ObservePackage counts e; it makes the Collector an
 // observe.PackageObserver, told what the packages built on the Clients it
-// observes do (cachefill, jobs, election, idempotency; stock through
-// stock.WithObserver).
+// observes do (cachefill, jobs, election, idempotency; stock and fence
+// through their WithObserver).
 func (c *Collector) ObservePackage(e observe.PackageEvent) {
 	c.pkg.observe(e)
 }

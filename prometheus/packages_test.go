@@ -15,7 +15,9 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cachefill"
 	"github.com/dlock-go/dlock/election"
+	"github.com/dlock-go/dlock/fence"
 	"github.com/dlock-go/dlock/idempotency"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/jobs"
 	dlockprom "github.com/dlock-go/dlock/prometheus"
 	"github.com/dlock-go/dlock/redistest"
@@ -427,6 +429,38 @@ func TestStockMetrics(t *testing.T) {
 			t.Errorf("%d series of dlock_stock_operations_total, want 4: %v", len(f.GetMetric()), f)
 		}
 	}
+}
+
+// fenceWork writes with a lock's fence to Redis through package fence: a
+// write that passes, then a late holder's that is refused.
+func fenceWork(t *testing.T, rdb *redis.Client, locker *dlock.Client, obs *dlockprom.Collector) {
+	t.Helper()
+	ctx := timeout(t, 30*time.Second)
+	key := testenv.Key(t)
+	lock, err := locker.Obtain(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(ctx)
+	store, err := fence.NewRedis(rdb, fence.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Set(ctx, key+":report", lock.Fence(), "v", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Set(ctx, key+":report", lock.Fence()-1, "late", time.Minute); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("a write with a lower fence: %v, want ErrStale", err)
+	}
+}
+
+// TestFenceMetrics counts fenced writes by outcome.
+func TestFenceMetrics(t *testing.T) {
+	t.Parallel()
+	metrics, locker, srv := newCollector(t)
+	fenceWork(t, srv.Client(), locker, metrics)
+	want(t, metrics, "dlock_fence_writes_total", map[string]string{"op": "redis_write", "outcome": "written"}, 1)
+	want(t, metrics, "dlock_fence_writes_total", map[string]string{"op": "redis_write", "outcome": "stale"}, 1)
 }
 
 // TestNameLabelBounded admits WithMaxNameLabels names of jobs and

@@ -21,7 +21,8 @@ for service instances, and checks the invariant of each:
                       carts abandoned come back when their hold expires: none oversold
   hot cache key       50 requests on 5 instances miss a key whose load takes 200ms;
                       one load runs (package cachefill), the others wait for its value
-  expired holder      a holder paused past its ttl cannot release the next one's lock
+  expired holder      a holder paused past its ttl cannot release the next one's lock,
+                      and an SQLite database refuses its late write (package fence)
   long job            a job that runs past its lock's ttl keeps the lock, renewed
   lost lock           a worker cut off from Redis is stopped before another takes over
   leader dies         of three candidates (package election), the leader dies without
@@ -33,7 +34,8 @@ for service instances, and checks the invariant of each:
 
 It takes about 15 seconds: the cases run one after the other, and the
 table shows each one's row as it ends, with the package of dlock that the
-case uses (dlock itself, idempotency, jobs, stock, cachefill, election).
+case uses (dlock itself, idempotency, jobs, stock, cachefill, fence,
+election).
 
 It uses an embedded in-process Redis unless --redis names a server. The
 redlock case always runs on five embedded nodes of its own, since it kills
