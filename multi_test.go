@@ -407,6 +407,28 @@ func TestObtainMultiRedlock(t *testing.T) {
 	if _, err := e.locker.TryObtainMulti(ctx, []string{"z", "x"}, time.Minute); err != nil {
 		t.Errorf("TryObtainMulti after the Release: %v", err)
 	}
+
+	// w is held by another on two nodes of three: no quorum, and the node
+	// that granted v and w gives them back.
+	for _, rdb := range e.rdbs[1:] {
+		if err := rdb.Set(ctx, "w", "other", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failed, err := e.locker.TryObtainMulti(ctx, []string{"w", "v"}, time.Minute)
+	if !errors.Is(err, dlock.ErrNotObtained) {
+		t.Fatalf("TryObtainMulti with w held on a majority = %v, %v; want ErrNotObtained", failed, err)
+	}
+	// A node that had not answered when the round was decided is taken
+	// back in the background, once it answers.
+	testenv.Eventually(t, 10*time.Second, "the attempt taken back on every node", func() bool {
+		for _, rdb := range e.rdbs {
+			if rdb.Exists(ctx, "v").Val() != 0 {
+				return false
+			}
+		}
+		return e.rdbs[0].Exists(ctx, "w").Val() == 0
+	})
 }
 
 // go-redis (default options) sends the acquire again when Redis does not
