@@ -132,8 +132,8 @@ func TestServerPauseResume(t *testing.T) {
 	if !isTimeout(err) {
 		t.Fatalf("GET on a paused server: err = %v, want a timeout", err)
 	}
-	if elapsed := time.Since(start); elapsed > 2*time.Second {
-		t.Errorf("GET on a paused server took %v, want about 200ms", elapsed)
+	if elapsed := time.Since(start); elapsed >= 5*time.Second {
+		t.Errorf("GET on a paused server took %v: it outlived its 200ms context", elapsed)
 	}
 
 	srv.Resume()

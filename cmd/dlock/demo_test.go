@@ -74,8 +74,8 @@ func TestDemoUnreachable(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
 	code, stdout, stderr := runCLI(t, "demo", "--redis", "redis://127.0.0.1:1/0", "--timeout", "2s")
-	if elapsed := time.Since(start); elapsed > 3*time.Second {
-		t.Errorf("took %v to give up, want under 3s", elapsed)
+	if elapsed := time.Since(start); elapsed >= 10*time.Second {
+		t.Errorf("took %v to give up, want about --timeout (2s), not the demo's run (about 15s)", elapsed)
 	}
 	if code != exitUnavailable {
 		t.Errorf("exit status %d, want %d", code, exitUnavailable)

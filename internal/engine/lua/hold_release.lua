@@ -128,16 +128,7 @@ local function hand(head, holder, ttl, channel, barging)
     fence = next_fence()
     message = holder .. ':' .. string.format('%d', fence)
   end
-  local heard = nil
-  if channel ~= '' then
-    heard = redis.pcall('PUBLISH', channel, message)
-    if type(heard) ~= 'number' then
-      heard = nil
-    end
-  end
-  if heard == nil then
-    redis.call('PUBLISH', KEYS[2], message)
-  end
+  local heard = tell(channel, message)
   if counted and heard == 0 then
     return false
   end

@@ -139,17 +139,7 @@ for _ = 1, 100 do
       fence = string.format('%d', fence)
       message = token .. ':' .. fence
     end
-    local heard = nil
-    if channel ~= '' then
-      -- pcall: an ACL may let this caller publish on the lock's channel only
-      heard = redis.pcall('PUBLISH', channel, message)
-      if type(heard) ~= 'number' then
-        heard = nil
-      end
-    end
-    if heard == nil then
-      redis.call('PUBLISH', KEYS[2], message)
-    end
+    local heard = tell(channel, message)
     if not (counted and heard == 0) then
       if barging then
         -- Its turn to try: it keeps its place only as long as a handoff

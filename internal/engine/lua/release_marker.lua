@@ -1,10 +1,29 @@
--- release_marker.lua: what release.lua and hold_release.lua share, run
--- before either (see script.go). KEYS[2] is the holding's fence key.
+-- release_marker.lua: what release.lua and hold_release.lua share (the side
+-- keys, telling a waiter, the release marker), run before either (see
+-- script.go). KEYS[2] is the holding's fence key.
 
 -- side returns the name of the holding's side key of kind ('watch',
 -- 'freed', ...): the fence key's name with kind for 'fence' (see keys.go).
 local function side(kind)
   return 'dlock:' .. kind .. string.sub(KEYS[2], 12)
+end
+
+-- tell tells a waiter message: on its own channel if it gave one (pcall:
+-- an ACL may let the caller publish on the lock's channel only), else on
+-- the holding's (KEYS[2]). It returns how many heard it on the waiter's
+-- channel, or nil if it went out on the holding's.
+local function tell(channel, message)
+  local heard = nil
+  if channel ~= '' then
+    heard = redis.pcall('PUBLISH', channel, message)
+    if type(heard) ~= 'number' then
+      heard = nil
+    end
+  end
+  if heard == nil then
+    redis.call('PUBLISH', KEYS[2], message)
+  end
+  return heard
 end
 
 -- marked reads the release marker freed of a holding that the release did
