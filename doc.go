@@ -16,7 +16,8 @@
 // Lock handle: Client.Semaphore (at most N holders at once) and
 // Client.RWMutex (many readers or one writer, writers not starved). A
 // lock, a semaphore and an RW lock under one name refuse each other with
-// ErrWrongType.
+// ErrWrongType. Client.ObtainMulti takes the locks of several keys at
+// once, all of them or none, as one Lock.
 //
 // # Guarantees
 //

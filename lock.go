@@ -27,7 +27,8 @@ func lockOf(h *engine.Hold) *Lock {
 	return h.Owner.(*Lock)
 }
 
-// Key returns the name of the lock, as given to Obtain.
+// Key returns the name of the lock, as given to Obtain; for a Lock of
+// ObtainMulti, the first of its keys in sorted order.
 func (l *Lock) Key() string { return l.h.Key() }
 
 // Token returns the random value that identifies this holder: 128 bits from

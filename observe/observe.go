@@ -189,13 +189,14 @@ func (r LostReason) String() string {
 // are all a Lock, and tell the same events.
 type Event struct {
 	Type EventType
-	// Kind is the kind of hold: "lock" (Client.Obtain), "semaphore" (a
+	// Kind is the kind of hold: "lock" (Client.Obtain), "multi" (the locks
+	// of several keys held as one, Client.ObtainMulti), "semaphore" (a
 	// Semaphore's permit), "read" or "write" (an RWMutex's holds). It is
 	// "" for EventNodeError: a node's failure is no hold's.
 	Kind string
-	// Key is the lock's key, as given to Obtain, or the name of the
-	// Semaphore or RWMutex. It is unbounded: do not use it as a metric
-	// label as it is.
+	// Key is the lock's key, as given to Obtain, the first of the sorted
+	// keys of a multi-key lock, or the name of the Semaphore or RWMutex.
+	// It is unbounded: do not use it as a metric label as it is.
 	Key string
 	// Context is the context of the call the Event belongs to (see
 	// CallObserver): the caller's, or what StartCall made of it. It is nil

@@ -60,7 +60,7 @@
 // released, not lost.
 //
 // Each but dlock.node.errors has the attribute dlock.kind: "lock",
-// "semaphore", "read" or "write". Keys are no attribute of the metrics
+// "multi" (Client.ObtainMulti), "semaphore", "read" or "write". Keys are no attribute of the metrics
 // unless WithKeyAttribute maps them to a bounded value (at most
 // WithMaxKeyValues distinct ones, the rest "other").
 //

@@ -13,8 +13,9 @@
 //	defer locker.Close()
 //
 // The metrics, each but dlock_node_errors_total with the label kind, the
-// kind of hold: "lock" (Client.Obtain), "semaphore" (a Semaphore's
-// permits), "read" or "write" (an RWMutex's holds):
+// kind of hold: "lock" (Client.Obtain), "multi" (Client.ObtainMulti's locks
+// of several keys, held as one), "semaphore" (a Semaphore's permits),
+// "read" or "write" (an RWMutex's holds):
 //
 //	dlock_obtain_duration_seconds   histogram  how long obtains took, by result
 //	                                           (obtained, held, timeout, canceled, error)

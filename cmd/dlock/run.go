@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +28,13 @@ lock; without it, whichever asks first after a release gets it.
 While COMMAND runs, the lock is renewed every third of --ttl (by the
 library's auto-renewal). If it is lost all the same (Redis down or paused
 past the ttl, the key deleted), COMMAND's process group gets SIGTERM, and
-SIGKILL --grace later. SIGINT, SIGTERM and SIGHUP sent to dlock are passed
+SIGKILL --grace later.
+
+--key given several times runs COMMAND under the locks of all of the keys,
+taken at once, all of them or none (the library's ObtainMulti): two runs
+that name the same keys in other orders never deadlock. On a Redis Cluster
+the keys must share a hash tag, as in {acct}:3 and {acct}:7; --fair,
+--limit and --once-per take one key. SIGINT, SIGTERM and SIGHUP sent to dlock are passed
 on to COMMAND's process group (so COMMAND cannot read from a terminal), and
 dlock waits for COMMAND to exit. Then, however COMMAND ended, dlock releases
 the lock, or with --min-hold keeps it until that long after it was obtained.
@@ -74,7 +81,7 @@ Redlock quorum takes --limit 1 only:
   dlock run --key exports --limit 3 --wait 10m -- /usr/local/bin/export`
 
 const runNotes = `COMMAND's environment is dlock's, plus:
-  DLOCK_KEY    the lock's key
+  DLOCK_KEY    the lock's key; with several --key, the first in sorted order
   DLOCK_TOKEN  the holder's token, the key's value in Redis (a secret: it releases the lock)
   DLOCK_FENCE  the fencing token: larger than that of every earlier holder of the key
 With --once-per, DLOCK_KEY and, in place of the other two:
@@ -131,7 +138,8 @@ func runNodeTimeout(ttl time.Duration) time.Duration {
 
 // runConfig is what the command line of the run verb asks for.
 type runConfig struct {
-	key          string
+	key          string   // the lock's key; with several, the keys joined by ", ", for messages
+	keys         []string // the keys of --key, when it is given more than once
 	ttl          time.Duration
 	wait         time.Duration // 0: try once
 	minHold      time.Duration
@@ -145,6 +153,13 @@ type runConfig struct {
 	redis        []redisServer // one, or the nodes of a Redlock quorum
 	command      []string
 }
+
+// keyList is the --key flag of the run verb: given several times, the keys
+// of one multi-key lock.
+type keyList []string
+
+func (k *keyList) String() string     { return strings.Join(*k, ", ") }
+func (k *keyList) Set(s string) error { *k = append(*k, s); return nil }
 
 // runRun is the run verb. Once its flags are parsed it handles SIGINT,
 // SIGTERM and SIGHUP itself and ignores the cancellation of ctx, which the
@@ -176,7 +191,8 @@ func parseRunArgs(args []string, getenv func(string) string, stdout, stderr io.W
 		fmt.Fprintf(fs.Output(), "\n%s\n", runNotes)
 	}
 	var urls redisURLs
-	fs.StringVar(&cfg.key, "key", "", "the lock's `KEY` in Redis (required): name the job, as in nightly-report")
+	var keys keyList
+	fs.Var(&keys, "key", "the lock's `KEY` in Redis (required): name the job, as in nightly-report;\ngiven several times, the command runs under the locks of all of the keys")
 	fs.DurationVar(&cfg.ttl, "ttl", 30*time.Second, "the lock's time to live; it is renewed every third of it while COMMAND runs.\nAt least "+minRunTTL.String()+", though the library takes 1ms: a renewal must fit a round trip\nto Redis and a retry in a third of the ttl, on a host busy starting COMMAND")
 	fs.DurationVar(&cfg.wait, "wait", 0, "how long to wait for the lock while another holder has it; 0 tries once")
 	fs.Var(&urls, "redis", redisFlagUsage)
@@ -193,6 +209,10 @@ func parseRunArgs(args []string, getenv func(string) string, stdout, stderr io.W
 		return cfg, code, true
 	}
 	cfg.command = command
+	cfg.key = strings.Join(keys, ", ")
+	if len(keys) > 1 {
+		cfg.keys = keys
+	}
 	cfg.slotCode = exitSlotTaken
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "conflict-exit-code" {
@@ -245,6 +265,10 @@ func (cfg *runConfig) check(extra []string, hasDashes bool) string {
 		return "no command after --; as in: " + runExample
 	case cfg.key == "":
 		return "--key is required: name the lock, as in: " + runExample
+	case slices.Contains(cfg.keys, ""):
+		return "--key must not be empty"
+	case len(cfg.keys) > 0 && (cfg.fair || cfg.limit > 0 || cfg.oncePer > 0):
+		return "--fair, --limit and --once-per take one --key, not several"
 	case cfg.ttl < minRunTTL:
 		return fmt.Sprintf("--ttl must be at least %v, not %v: the lock is renewed every third of it while the command runs,\nand a renewal needs time for a round trip to Redis and a retry", minRunTTL, cfg.ttl)
 	case cfg.wait < 0:

@@ -93,11 +93,43 @@ func (r *runner) busyNow(ctx context.Context, locker *dlock.Client) string {
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	info, err := locker.Inspect(ctx, r.key)
-	if err != nil || !info.Held {
-		return r.busy()
+	for _, key := range r.lockKeys() {
+		info, err := locker.Inspect(ctx, key)
+		if err != nil {
+			break
+		}
+		if info.Held {
+			if r.keys != nil {
+				return r.busyBy(describeHolder(info)) + " (" + key + ")"
+			}
+			return r.busyBy(describeHolder(info))
+		}
 	}
-	return r.busyBy(describeHolder(info))
+	return r.busy()
+}
+
+// heldKey returns the first of the lock's keys that is held, or the first
+// key if it cannot tell: the one a wait shows.
+func (r *runner) heldKey(ctx context.Context, locker *dlock.Client) string {
+	keys := r.lockKeys()
+	if len(keys) > 1 {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		for _, key := range keys {
+			if info, err := locker.Inspect(ctx, key); err == nil && info.Held {
+				return key
+			}
+		}
+	}
+	return keys[0]
+}
+
+// lockKeys returns the keys of the lock: --key, once or several times.
+func (r *runner) lockKeys() []string {
+	if r.keys != nil {
+		return r.keys
+	}
+	return []string{r.key}
 }
 
 // describeHolder names the holder of a lock, for messages: by its name and
@@ -118,23 +150,29 @@ func (r *runner) waitFor(ctx context.Context, locker *dlock.Client, deadline tim
 	defer cancel()
 	switch {
 	case r.tty:
-		stop := showWait(ctx, locker, r.key, deadline, r.stderr)
+		stop := showWait(ctx, locker, r.heldKey(ctx, locker), deadline, r.stderr)
 		defer stop()
 	case r.fair:
 		r.logf("the lock on %q is %s; waiting up to %v, in arrival order", r.key, r.busy(), r.wait)
 	default:
 		r.logf("the lock on %q is %s; waiting up to %v", r.key, r.busy(), r.wait)
 	}
-	if r.limit > 0 {
+	switch {
+	case r.limit > 0:
 		return locker.Semaphore(r.key, r.limit).Acquire(ctx, r.ttl, r.obtainOptions()...)
+	case r.keys != nil:
+		return locker.ObtainMulti(ctx, r.keys, r.ttl, r.obtainOptions()...)
 	}
 	return locker.Obtain(ctx, r.key, r.ttl, r.obtainOptions()...)
 }
 
 // try makes one attempt at the lock, or with --limit at a permit.
 func (r *runner) try(ctx context.Context, locker *dlock.Client) (*dlock.Lock, error) {
-	if r.limit > 0 {
+	switch {
+	case r.limit > 0:
 		return locker.Semaphore(r.key, r.limit).TryAcquire(ctx, r.ttl, r.obtainOptions()...)
+	case r.keys != nil:
+		return locker.TryObtainMulti(ctx, r.keys, r.ttl, r.obtainOptions()...)
 	}
 	return locker.TryObtain(ctx, r.key, r.ttl, r.obtainOptions()...)
 }

@@ -26,13 +26,16 @@ type Kind struct {
 	// class is what the name of a holder starts with in a shared hold's
 	// set of holders (hold_acquire.lua); "" for a lock, named by its token
 	class string
+	// allKeys: the refresh, ttl and raise fence scripts take all of the
+	// holding's keys (a multi-key holding, see multi.go)
+	allKeys bool
 }
 
 // scriptKeys returns the KEYS that the refresh, ttl and raise fence
 // scripts of this kind take, of a holding's keys: a lock's key and fence
 // key; all of a shared hold's.
 func (k *Kind) scriptKeys(keys []string) []string {
-	if k.class == "" {
+	if k.class == "" && !k.allKeys {
 		return keys[:2]
 	}
 	return keys

@@ -43,6 +43,17 @@ var (
 	holdTTLLua string
 	//go:embed lua/hold_raise_fence.lua
 	holdRaiseFenceLua string
+
+	//go:embed lua/multi_acquire.lua
+	multiAcquireLua string
+	//go:embed lua/multi_release.lua
+	multiReleaseLua string
+	//go:embed lua/multi_refresh.lua
+	multiRefreshLua string
+	//go:embed lua/multi_ttl.lua
+	multiTTLLua string
+	//go:embed lua/multi_raise_fence.lua
+	multiRaiseFenceLua string
 )
 
 var (
@@ -63,6 +74,13 @@ var (
 	holdRefreshScript    = newScript(holdRefreshLua)
 	holdTTLScript        = newScript(holdTTLLua)
 	holdRaiseFenceScript = newScript(holdRaiseFenceLua)
+
+	// the multi-key holdings (see multi.go)
+	multiAcquireScript    = newScript(multiAcquireLua)
+	multiReleaseScript    = newScript(multiReleaseLua)
+	multiRefreshScript    = newScript(multiRefreshLua)
+	multiTTLScript        = newScript(multiTTLLua)
+	multiRaiseFenceScript = newScript(multiRaiseFenceLua)
 )
 
 // script is a Lua script and its SHA1 digest, the name EVALSHA knows it by.

@@ -397,17 +397,3 @@ type Seen struct {
 	Handoff   bool      // a release handed the hold over
 	WaitStart time.Time // Hooks.WaitStart was told; zero otherwise
 }
-
-// Acquire obtains a hold of kind on the name keys[0] (Keys or HoldKeys),
-// for every kind and every entry point: waiting if wait (and not
-// cfg.NoWait), else in one attempt. limit is a semaphore's, boxed; nil for
-// other kinds. cfg has been checked (see Check).
-func (e *Engine) Acquire(ctx context.Context, kind *Kind, keys []string, ttl time.Duration, limit any, wait bool, cfg Config) (*Hold, Seen, error) {
-	if !wait || cfg.NoWait {
-		h, _, err := e.try(ctx, e.newAttempt(kind, keys, ttl, limit, cfg), cfg)
-		return h, Seen{Attempts: 1}, err
-	}
-	w := waiter{e: e, kind: kind, limit: limit, cfg: cfg, key: keys[0], keys: keys, ttl: ttl}
-	h, err := w.obtain(ctx)
-	return h, w.seen, err
-}

@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/slot"
+)
+
+// A multi-key holding: several locks taken at once, all of them or none,
+// held as one (dlock.Client.ObtainMulti). Its keys are sorted and each
+// named once, and one script takes them all in one step, so that two
+// callers that name the same keys in other orders never hold part each
+// and wait for each other: whoever runs first gets all of them. One script
+// touches keys of one Cluster slot only: in a Cluster the keys must share
+// a slot (a hash tag); on a single server and on a Redlock of single
+// servers any keys go together. A Redlock runs the one script on every
+// node: each node grants all of the keys or none, so the quorum that
+// grants the holding holds every key, in one round, and a failed attempt
+// is taken back with one release per node, as a lock's is. (A quorum per
+// key would take a round per key, and could leave some keys on a quorum
+// and others not.) Keys in several Cluster slots are refused rather than
+// taken one slot after the other: between the slots, a part would be held
+// alone, and the caller can give the keys one hash tag.
+//
+// The holding's KEYS, for every one of its scripts (multi_*.lua): the lock
+// keys, their fence keys, then their release markers for the holder's
+// token. Its kind's scripts take them all (Kind.scriptKeys), so that
+// Release, Refresh, ReleaseAfter, TTL, the renewer's pipelined refresh and
+// a Redlock's fence work on it as on any holding.
+
+// MaxMultiKeys is how many distinct keys one multi-key holding may have.
+const MaxMultiKeys = 64
+
+// KindMulti is the kind of the holdings of ObtainMulti and TryObtainMulti.
+var KindMulti = &Kind{
+	name:       "multi",
+	release:    multiReleaseScript,
+	refresh:    multiRefreshScript,
+	ttl:        multiTTLScript,
+	raiseFence: multiRaiseFenceScript,
+	allKeys:    true,
+}
+
+// MultiKeys returns keys sorted, each once, or an error wrapping
+// ErrInvalidKey: none, an empty one, more than MaxMultiKeys, or keys of
+// several Cluster slots on a Cluster.
+func (e *Engine) MultiKeys(keys []string) ([]string, error) {
+	if err := e.Usable(); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%w: no keys", ErrInvalidKey)
+	}
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	switch {
+	case sorted[0] == "":
+		return nil, fmt.Errorf("%w: empty key", ErrInvalidKey)
+	case len(sorted) > MaxMultiKeys:
+		return nil, fmt.Errorf("%w: %d keys, more than the %d one holding may have", ErrInvalidKey, len(sorted), MaxMultiKeys)
+	}
+	if e.clustered() {
+		first := slot.Of(sorted[0])
+		for _, key := range sorted[1:] {
+			if slot.Of(key) != first {
+				return nil, fmt.Errorf("%w: %s and %s are in different Cluster slots: give the keys one hash tag, as in {order}:a and {order}:b", ErrInvalidKey, QuoteKey(sorted[0]), QuoteKey(key))
+			}
+		}
+	}
+	return sorted, nil
+}
+
+// clustered reports whether a node of the Engine is a Redis Cluster,
+// where one script touches one slot only.
+func (e *Engine) clustered() bool {
+	for _, n := range e.nodes {
+		if _, ok := n.rdb.(*redis.ClusterClient); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// multiScriptKeys returns the KEYS of the scripts of a multi-key holding
+// of the sorted lock keys by the holder token: the keys, their fence keys,
+// and their release markers, dlock:freed<the fence key's rest>:<token>,
+// as release.lua names a lock's.
+func multiScriptKeys(keys []string, token string) []string {
+	n := len(keys)
+	all := make([]string, 3*n)
+	copy(all, keys)
+	for i, key := range keys {
+		fence := sideKey(fenceKind, key)
+		all[n+i] = fence
+		all[2*n+i] = "dlock:freed" + fence[len("dlock:"+fenceKind):] + ":" + token
+	}
+	return all
+}
+
+// multiAttempt returns an attempt to take the locks of the sorted keys, with
+// a fresh token.
+func (e *Engine) multiAttempt(keys []string, ttl time.Duration, cfg Config) attempt {
+	token := cfg.newToken()
+	return attempt{kind: KindMulti, keys: multiScriptKeys(keys, token), token: token, arg: token, ttl: ttl, rel: e.releaseSetting()}
+}
+
+// multiAcquireArgv is multi_acquire.lua's ARGV.
+type multiAcquireArgv struct {
+	holder    any
+	ttl       int64  // milliseconds
+	fenceless string // "1" on a Redlock node, else ""
+}
+
+func (multiAcquireArgv) count() int { return 3 }
+
+func (a multiAcquireArgv) appendTo(args []any) []any {
+	return append(args, a.holder, a.ttl, a.fenceless)
+}
+
+// multiOp returns the acquire of the multi-key attempt a.
+func (e *Engine) multiOp(a attempt) op {
+	o := op{name: "acquire", keys: a.keys, ttl: a.ttl, acq: a, decode: decodeMulti, onNode: (*node).acquire, onQuorum: (*quorum).acquire}
+	fenceless := ""
+	if e.quorum != nil {
+		fenceless = "1"
+	}
+	return withArgs(o, multiAcquireScript, nil, multiAcquireArgv{holder: a.arg, ttl: a.ttl.Milliseconds(), fenceless: fenceless})
+}
+
+// decodeMulti reads multi_acquire.lua's reply: {code, value[, key]}, the
+// key that refused in token.
+func decodeMulti(v any) (reply, bool) {
+	s, ok := v.([]any)
+	if !ok || len(s) < 2 || len(s) > 3 {
+		return reply{}, false
+	}
+	code, ok1 := s[0].(int64)
+	value, ok2 := s[1].(int64)
+	r := reply{code: code, value: value}
+	if len(s) == 3 {
+		r.token, ok = s[2].(string)
+		ok2 = ok2 && ok
+	}
+	return r, ok1 && ok2
+}
+
+// multiTry makes one attempt a to take the locks of a multi-key holding;
+// as try, which it is for KindMulti.
+func (e *Engine) multiTry(ctx context.Context, a attempt, cfg Config) (*Hold, reply, error) {
+	sent := time.Now()
+	o := e.multiOp(a)
+	a.keyArgs = o.keyArgs() // for the Hold's calls, and for the take-back
+	r, err := e.call(ctx, o)
+	if err != nil {
+		if replyLost(err) {
+			e.releaseInBackground(a) // the script may have run
+		}
+		return nil, r, err
+	}
+	n := len(a.keys) / 3
+	switch r.code {
+	case acquired:
+		h, err := e.hold(a, r, sent, cfg)
+		return h, r, err
+	case held:
+		return nil, r, fmt.Errorf("%w: %s, one of %d keys, is held by another holder%s", ErrNotObtained, quoteMultiKey(r.token), n, multiExpiresIn(r.value))
+	case wrongType:
+		return nil, r, fmt.Errorf("%w: %s, one of %d keys, is a key of another type, not a lock: nothing was taken", ErrWrongType, quoteMultiKey(r.token), n)
+	}
+	return nil, r, fmt.Errorf("dlock: acquire %s: unexpected reply code %d", QuoteKey(a.keys[0]), r.code)
+}
+
+// quoteMultiKey quotes the key a multi-key acquire names: "" on a Redlock,
+// whose quorum tells no key.
+func quoteMultiKey(key string) string {
+	if key == "" {
+		return "a key"
+	}
+	return QuoteKey(key)
+}
+
+func multiExpiresIn(pttl int64) string {
+	if pttl == unknownTTL || pttl == freeButQueued {
+		return ""
+	}
+	return expiresIn(pttlDuration(pttl))
+}
