@@ -52,6 +52,7 @@ func exercise(t *testing.T, newClient func() *redis.Client) {
 		{"semaphore", func(t *testing.T) { exerciseSemaphore(t, locker, other) }},
 		{"rwmutex", func(t *testing.T) { exerciseRWMutex(t, locker, other) }},
 		{"admin", func(t *testing.T) { exerciseAdmin(t, locker, other) }},
+		{"multi", func(t *testing.T) { exerciseMulti(t, locker, other) }},
 		{"redlock", func(t *testing.T) { exerciseRedlock(t, newClient) }},
 		{"jobs", func(t *testing.T) { exerciseJobs(t, locker) }},
 		{"election", func(t *testing.T) { exerciseElection(t, locker, other) }},
@@ -211,8 +212,35 @@ func exerciseAdmin(t *testing.T, locker, other *dlock.Client) {
 	check(t, "WaitRelease", <-watched)
 }
 
-// exerciseRedlock takes a lock and a permit on a quorum of three clients,
-// with their fences (raise_fence.lua, hold_raise_fence.lua).
+// exerciseMulti takes several locks at once, refreshes and releases them,
+// and hands them to a waiter woken by the release.
+func exerciseMulti(t *testing.T, locker, other *dlock.Client) {
+	ctx := testenv.Timeout(t, 30*time.Second)
+	keys := []string{"app:multi:a", "app:multi:b"}
+	l, err := locker.TryObtainMulti(ctx, keys, time.Minute)
+	check(t, "TryObtainMulti", err)
+	check(t, "Refresh", l.Refresh(ctx, time.Minute))
+	if _, err := l.TTL(ctx); err != nil {
+		t.Fatalf("TTL: %v", err)
+	}
+	waited := make(chan error, 1)
+	tried := &signalledBackoff{tried: make(chan struct{}), delay: time.Minute}
+	go func() {
+		// held for a minute, tried again in a minute: only the release wakes it in time
+		w, err := other.ObtainMulti(ctx, keys, time.Minute, dlock.WithBackoff(tried))
+		if err == nil {
+			err = w.ReleaseAfter(ctx, time.Millisecond)
+		}
+		waited <- err
+	}()
+	<-tried.tried // the waiter found the locks held
+	check(t, "Release", l.Release(ctx))
+	check(t, "the waiter", <-waited)
+}
+
+// exerciseRedlock takes a lock, several locks at once and a permit on a
+// quorum of three clients, with their fences (raise_fence.lua,
+// multi_raise_fence.lua, hold_raise_fence.lua).
 func exerciseRedlock(t *testing.T, newClient func() *redis.Client) {
 	ctx := testenv.Timeout(t, 30*time.Second)
 	// A node timeout far longer than the default: a first connection over
@@ -228,6 +256,12 @@ func exerciseRedlock(t *testing.T, newClient func() *redis.Client) {
 	}
 	check(t, "Refresh", l.Refresh(ctx, time.Minute))
 	check(t, "Release", l.Release(ctx))
+	m, err := quorum.TryObtainMulti(ctx, []string{appRed + ":a", appRed + ":b"}, time.Minute)
+	check(t, "TryObtainMulti", err)
+	if m.Fence() <= 0 {
+		t.Fatalf("Fence = %d", m.Fence())
+	}
+	check(t, "Release", m.Release(ctx))
 	p, err := quorum.Semaphore(appRedS, 1).TryAcquire(ctx, time.Minute)
 	check(t, "TryAcquire", err)
 	if p.Fence() <= 0 {

@@ -50,6 +50,10 @@ func TestAppKeysOnlyGetsTheMissingRule(t *testing.T) {
 			_, err := locker.Obtain(ctx, appFair, time.Minute, dlock.WithFair())
 			return err
 		}},
+		{"TryObtainMulti", func(ctx context.Context) error {
+			_, err := locker.TryObtainMulti(ctx, []string{appLock, appFair}, time.Minute)
+			return err
+		}},
 		{"Do", func(ctx context.Context) error { return locker.Do(ctx, appLock, time.Minute, noop) }},
 		{"Semaphore.Acquire", func(ctx context.Context) error {
 			_, err := locker.Semaphore(appSem, 2).Acquire(ctx, time.Minute)
@@ -138,14 +142,18 @@ func TestReleaseWithoutChannelRights(t *testing.T) {
 	}
 }
 
-// signalledBackoff waits 20ms between tries, and closes tried at the first
-// failed one.
+// signalledBackoff waits delay (20ms if zero) between tries, and closes
+// tried at the first failed one.
 type signalledBackoff struct {
 	once  sync.Once
 	tried chan struct{}
+	delay time.Duration
 }
 
 func (b *signalledBackoff) Delay(int, time.Duration) time.Duration {
 	b.once.Do(func() { close(b.tried) })
-	return 20 * time.Millisecond
+	if b.delay == 0 {
+		return 20 * time.Millisecond
+	}
+	return b.delay
 }

@@ -60,8 +60,10 @@ func (e *Engine) hold(a attempt, r reply, sent time.Time, cfg Config) (*Hold, er
 	}
 	h.renewed, h.record = cfg.AutoRenew, cfg.Record
 	if cfg.AutoRenew {
-		keys := h.kind.scriptKeys(h.keys)
-		h.renewKeys = append(append(make([]string, 0, len(keys)+1), keys...), h.marker)
+		h.renewKeys = h.kind.scriptKeys(h.keys)
+		if h.marker != "" {
+			h.renewKeys = append(append(make([]string, 0, len(h.renewKeys)+1), h.renewKeys...), h.marker)
+		}
 	}
 	h.stragglers = r.stragglers
 	if e.hooks != nil {

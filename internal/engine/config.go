@@ -22,6 +22,10 @@ type Backoff interface {
 	Delay(attempt int, holderTTL time.Duration) time.Duration
 }
 
+// newToken returns a fresh token for an acquire with this Config: random,
+// followed by the holder's name and the value if there are.
+func (c Config) newToken() string { return newTokenWith(c.HolderSuffix, c.ValueSuffix) }
+
 // FairLease is how long a fair waiter keeps its place in the queue without
 // renewing it. A waiter renews it every FairLease/3 while it waits.
 const FairLease = 2 * time.Second

@@ -29,7 +29,8 @@ type Hold struct {
 	keys  []string // the scripts' KEYS, from the acquire
 	// marker is the name of the holding's release marker, the last of the
 	// KEYS of its releases and refreshes: boxed as &marker, which
-	// allocates nothing (see withMarkedArgs); never changed after init
+	// allocates nothing (see withMarkedArgs); never changed after init. ""
+	// for a kind whose keys hold their markers (see attempt.markerKey)
 	marker string
 	// renewKeys: WithAutoRenew, the KEYS of the renewer's refreshes (the
 	// kind's scriptKeys, then marker), made once; nil for other Holds
@@ -388,7 +389,7 @@ func (h *Hold) ReleaseStoring(ctx context.Context, key string, value []byte, ttl
 func (h *Hold) releaseStoringOp(key string, value []byte, ttl time.Duration) op {
 	o := op{name: "release", keys: append(append(make([]string, 0, 5), h.keys[:4]...), key), onQuorum: (*quorum).release, after: h.stragglers}
 	boxed := h.keyArgs[:min(4, len(h.keyArgs))]
-	return withMarkedArgs(o, h.kind.release, boxed, &h.marker, releaseArgv{holder: h.arg, call: h.nextCall(), releaseSetting: h.e.releaseSetting(), value: value, valueTTL: ttl.Milliseconds()})
+	return withMarkedArgs(o, h.kind.release, boxed, h.boxedMarker(), releaseArgv{holder: h.arg, call: h.nextCall(), releaseSetting: h.e.releaseSetting(), value: value, valueTTL: ttl.Milliseconds()})
 }
 
 // Lifetime returns the context that is cancelled, with the hold's Err as
@@ -400,14 +401,14 @@ func (h *Hold) Lifetime() context.Context { return h.lifetime() }
 func (h *Hold) CurrentTTL() time.Duration { return h.currentTTL() }
 
 func (h *Hold) releaseOp() op {
-	o := releaseOp(h.kind, h.keys, h.keyArgs, &h.marker, releaseArgv{holder: h.arg, call: h.nextCall(), releaseSetting: h.e.releaseSetting(), limit: h.limit})
+	o := releaseOp(h.kind, h.keys, h.keyArgs, h.boxedMarker(), releaseArgv{holder: h.arg, call: h.nextCall(), releaseSetting: h.e.releaseSetting(), limit: h.limit})
 	o.after = h.stragglers
 	return o
 }
 
 func (h *Hold) refreshOp(ttl time.Duration) op {
 	o := op{name: "refresh", keys: h.kind.scriptKeys(h.keys), ttl: ttl, after: h.stragglers, onQuorum: (*quorum).refresh}
-	return withMarkedArgs(o, h.kind.refresh, h.keyArgs, &h.marker, refreshArgv{holder: h.arg, ttl: ttl.Milliseconds()})
+	return withMarkedArgs(o, h.kind.refresh, h.keyArgs, h.boxedMarker(), refreshArgv{holder: h.arg, ttl: ttl.Milliseconds()})
 }
 
 // releaseAfterOp is the refresh that ends the holding here and keeps it in
@@ -415,7 +416,16 @@ func (h *Hold) refreshOp(ttl time.Duration) op {
 // one, which leaves the release marker (see refresh.lua).
 func (h *Hold) releaseAfterOp(d time.Duration) op {
 	o := op{name: "release", keys: h.kind.scriptKeys(h.keys), ttl: d, after: h.stragglers, onQuorum: (*quorum).refresh}
-	return withMarkedArgs(o, h.kind.refresh, h.keyArgs, &h.marker, refreshArgv{holder: h.arg, ttl: d.Milliseconds(), call: h.nextCall(), markerTTL: h.e.markerTTL})
+	return withMarkedArgs(o, h.kind.refresh, h.keyArgs, h.boxedMarker(), refreshArgv{holder: h.arg, ttl: d.Milliseconds(), call: h.nextCall(), markerTTL: h.e.markerTTL})
+}
+
+// boxedMarker returns h.marker boxed as a pointer, which allocates
+// nothing, or nil if the holding's keys hold its markers.
+func (h *Hold) boxedMarker() any {
+	if h.marker == "" {
+		return nil
+	}
+	return &h.marker
 }
 
 // nextCall returns the number of a new release call of l, boxed: 1 for the

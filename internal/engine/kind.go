@@ -122,13 +122,26 @@ func (a *attempt) newToken(cfg Config) {
 }
 
 // markerKey returns the name of the release marker of the holding the
-// attempt takes (see markerKey).
+// attempt takes (see markerKey), which its releases and refreshes take
+// after its keys; "" for a kind whose keys hold their markers already (a
+// multi-key holding's).
 func (a attempt) markerKey() string {
-	if a.marker != "" {
+	switch {
+	case a.kind.allKeys:
+		return ""
+	case a.marker != "":
 		return a.marker
 	}
 	name, _ := a.arg.(string)
 	return markerKey(a.keys[1], name)
+}
+
+// boxedMarker returns a.markerKey() boxed, or nil if there is none.
+func (a attempt) boxedMarker() any {
+	if m := a.markerKey(); m != "" {
+		return m
+	}
+	return nil
 }
 
 // queued reports whether the acquire goes through the queue of waiters: in
@@ -181,12 +194,13 @@ func (a attempt) undo(quiet bool) op {
 	case quiet:
 		r.mode = "quiet"
 	}
-	return releaseOp(a.kind, a.keys, a.keyArgs, a.markerKey(), r)
+	return releaseOp(a.kind, a.keys, a.keyArgs, a.boxedMarker(), r)
 }
 
 // releaseOp returns the release of a holding with r, or with r.mode
 // "leave", a waiter's leave. boxed are keys boxed already (see
-// op.keyArgs); marker is the holding's release marker key, boxed.
+// op.keyArgs); marker is the holding's release marker key, boxed, or nil
+// (see attempt.markerKey).
 func releaseOp(kind *Kind, keys []string, boxed []any, marker any, r releaseArgv) op {
 	o := op{name: "release", keys: keys}
 	if r.mode == "leave" {

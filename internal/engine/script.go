@@ -107,5 +107,7 @@ func Scripts() map[string]string {
 		"inspect": inspectScript.sha, "force_release": forceReleaseScript.sha,
 		"hold_acquire": holdAcquireScript.sha, "hold_release": holdReleaseScript.sha, "hold_refresh": holdRefreshScript.sha,
 		"hold_ttl": holdTTLScript.sha, "hold_raise_fence": holdRaiseFenceScript.sha,
+		"multi_acquire": multiAcquireScript.sha, "multi_release": multiReleaseScript.sha, "multi_refresh": multiRefreshScript.sha,
+		"multi_ttl": multiTTLScript.sha, "multi_raise_fence": multiRaiseFenceScript.sha,
 	}
 }
