@@ -59,6 +59,12 @@ func (e *Engine) hold(a attempt, r reply, sent time.Time, cfg Config) (*Hold, er
 		h.raise = &fenceRaise{q: e.quorum, kind: a.kind, keys: a.keys, token: a.arg, granted: r.granted}
 	}
 	h.renewed, h.record = cfg.AutoRenew, cfg.Record
+	if cfg.AutoRenew {
+		h.renewKeys = h.kind.scriptKeys(h.keys)
+		if h.marker != "" {
+			h.renewKeys = append(append(make([]string, 0, len(h.renewKeys)+1), h.renewKeys...), h.marker)
+		}
+	}
 	h.stragglers = r.stragglers
 	if e.hooks != nil {
 		e.hooks.Held(h)
@@ -79,11 +85,8 @@ func expiresIn(d time.Duration) string {
 // newAttempt returns the first attempt of an acquire of kind, with the
 // options of cfg and a semaphore's limit (nil for other kinds).
 func (e *Engine) newAttempt(kind *Kind, keys []string, ttl time.Duration, limit any, cfg Config) attempt {
-	token := cfg.newToken()
-	a := attempt{kind: kind, keys: keys, token: token, arg: token, ttl: ttl, fair: cfg.Fair, limit: limit, rel: e.releaseSetting(), record: cfg.Record}
-	if kind.class != "" {
-		a.arg = kind.class + token
-	}
+	a := attempt{kind: kind, keys: keys, ttl: ttl, fair: cfg.Fair, limit: limit, rel: e.releaseSetting(), record: cfg.Record}
+	a.newToken(cfg)
 	if cfg.Guard != "" {
 		a.guard(cfg.Guard)
 	}

@@ -19,15 +19,31 @@ type argv interface {
 // op.keyArgs), or nil: boxing a string allocates, and a release has the
 // keys its acquire boxed.
 func withArgs[A argv](o op, s *script, boxed []any, a A) op {
-	n := 3 + len(o.keys)
+	return withMarkedArgs(o, s, boxed, nil, a)
+}
+
+// withMarkedArgs is withArgs for the scripts that end a holding (release,
+// refresh): their KEYS are o.keys, then marker, the holding's release
+// marker key (see markerKey), boxed. A Hold boxes a pointer to its own
+// copy of the name, which allocates nothing (go-redis writes a *string as
+// the string). marker nil: none, as withArgs.
+func withMarkedArgs[A argv](o op, s *script, boxed []any, marker any, a A) op {
+	keys := len(o.keys)
+	if marker != nil {
+		keys++
+	}
+	n := 3 + keys
 	args := make([]any, n, n+a.count())
-	args[0], args[1], args[2] = "evalsha", s.shaArg, len(o.keys)
+	args[0], args[1], args[2] = "evalsha", s.shaArg, keys
 	for i, key := range o.keys {
 		if i < len(boxed) {
 			args[3+i] = boxed[i]
 		} else {
 			args[3+i] = key
 		}
+	}
+	if marker != nil {
+		args[n-1] = marker
 	}
 	o.script, o.argv = s, a.appendTo(args)
 	return o

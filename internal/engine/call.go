@@ -122,6 +122,8 @@ func replyLost(err error) bool {
 	switch {
 	case !errors.As(err, &nodeErr), errors.As(err, &noAnswer), errors.As(err, &quorumErr):
 		return false // a quorum cleans up after itself
+	case refusedByACL(err):
+		return false // the ACL refuses every copy of a call alike: none ran
 	case errors.As(err, &netErr) && netErr.Op == "dial",
 		errors.Is(err, redis.ErrClosed),
 		errors.Is(err, redis.ErrPoolTimeout),

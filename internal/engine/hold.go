@@ -27,6 +27,14 @@ type Hold struct {
 	token string
 	fence int64
 	keys  []string // the scripts' KEYS, from the acquire
+	// marker is the name of the holding's release marker, the last of the
+	// KEYS of its releases and refreshes: boxed as &marker, which
+	// allocates nothing (see withMarkedArgs); never changed after init. ""
+	// for a kind whose keys hold their markers (see attempt.markerKey)
+	marker string
+	// renewKeys: WithAutoRenew, the KEYS of the renewer's refreshes (the
+	// kind's scriptKeys, then marker), made once; nil for other Holds
+	renewKeys []string
 	// the first of keys as the acquire boxed them, for the ARGV of its
 	// later calls (see withArgs)
 	keyArgs []any
@@ -59,6 +67,7 @@ type Hold struct {
 func (h *Hold) init(e *Engine, a attempt, fence int64, sent time.Time) {
 	h.e, h.kind, h.key, h.token, h.fence = e, a.kind, a.keys[0], a.token, fence
 	h.keys, h.keyArgs, h.arg, h.limit = a.keys, a.keyArgs, a.arg, a.limit
+	h.marker = a.markerKey()
 	h.ttl.Store(int64(a.ttl))
 	h.setUntil(sent, a.ttl)
 }
@@ -380,7 +389,7 @@ func (h *Hold) ReleaseStoring(ctx context.Context, key string, value []byte, ttl
 func (h *Hold) releaseStoringOp(key string, value []byte, ttl time.Duration) op {
 	o := op{name: "release", keys: append(append(make([]string, 0, 5), h.keys[:4]...), key), onQuorum: (*quorum).release, after: h.stragglers}
 	boxed := h.keyArgs[:min(4, len(h.keyArgs))]
-	return withArgs(o, h.kind.release, boxed, releaseArgv{holder: h.arg, call: h.nextCall(), releaseSetting: h.e.releaseSetting(), value: value, valueTTL: ttl.Milliseconds()})
+	return withMarkedArgs(o, h.kind.release, boxed, h.boxedMarker(), releaseArgv{holder: h.arg, call: h.nextCall(), releaseSetting: h.e.releaseSetting(), value: value, valueTTL: ttl.Milliseconds()})
 }
 
 // Lifetime returns the context that is cancelled, with the hold's Err as
@@ -392,14 +401,14 @@ func (h *Hold) Lifetime() context.Context { return h.lifetime() }
 func (h *Hold) CurrentTTL() time.Duration { return h.currentTTL() }
 
 func (h *Hold) releaseOp() op {
-	o := releaseOp(h.kind, h.keys, h.keyArgs, releaseArgv{holder: h.arg, call: h.nextCall(), releaseSetting: h.e.releaseSetting(), limit: h.limit})
+	o := releaseOp(h.kind, h.keys, h.keyArgs, h.boxedMarker(), releaseArgv{holder: h.arg, call: h.nextCall(), releaseSetting: h.e.releaseSetting(), limit: h.limit})
 	o.after = h.stragglers
 	return o
 }
 
 func (h *Hold) refreshOp(ttl time.Duration) op {
 	o := op{name: "refresh", keys: h.kind.scriptKeys(h.keys), ttl: ttl, after: h.stragglers, onQuorum: (*quorum).refresh}
-	return withArgs(o, h.kind.refresh, h.keyArgs, refreshArgv{holder: h.arg, ttl: ttl.Milliseconds()})
+	return withMarkedArgs(o, h.kind.refresh, h.keyArgs, h.boxedMarker(), refreshArgv{holder: h.arg, ttl: ttl.Milliseconds()})
 }
 
 // releaseAfterOp is the refresh that ends the holding here and keeps it in
@@ -407,7 +416,16 @@ func (h *Hold) refreshOp(ttl time.Duration) op {
 // one, which leaves the release marker (see refresh.lua).
 func (h *Hold) releaseAfterOp(d time.Duration) op {
 	o := op{name: "release", keys: h.kind.scriptKeys(h.keys), ttl: d, after: h.stragglers, onQuorum: (*quorum).refresh}
-	return withArgs(o, h.kind.refresh, h.keyArgs, refreshArgv{holder: h.arg, ttl: d.Milliseconds(), call: h.nextCall(), markerTTL: h.e.markerTTL})
+	return withMarkedArgs(o, h.kind.refresh, h.keyArgs, h.boxedMarker(), refreshArgv{holder: h.arg, ttl: d.Milliseconds(), call: h.nextCall(), markerTTL: h.e.markerTTL})
+}
+
+// boxedMarker returns h.marker boxed as a pointer, which allocates
+// nothing, or nil if the holding's keys hold its markers.
+func (h *Hold) boxedMarker() any {
+	if h.marker == "" {
+		return nil
+	}
+	return &h.marker
 }
 
 // nextCall returns the number of a new release call of l, boxed: 1 for the
@@ -423,5 +441,5 @@ func (h *Hold) ttlOp() op {
 
 // attempt returns an acquire that l's holding may be taken back with.
 func (h *Hold) attempt() attempt {
-	return attempt{kind: h.kind, keys: h.keys, keyArgs: h.keyArgs, token: h.token, arg: h.arg, ttl: h.currentTTL(), rel: h.e.releaseSetting(), limit: h.limit}
+	return attempt{kind: h.kind, keys: h.keys, keyArgs: h.keyArgs, token: h.token, marker: h.marker, arg: h.arg, ttl: h.currentTTL(), rel: h.e.releaseSetting(), limit: h.limit}
 }

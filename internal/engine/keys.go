@@ -32,6 +32,12 @@ const (
 	leaseKind = "lease"
 )
 
+// The release marker of a holding (see release.lua): its name is the fence
+// key's with "freed" for "fence", then a colon and the holder's name in
+// Redis, so it lies in the lock key's Cluster slot. The scripts take it in
+// KEYS, as the last: a script touches only keys it is given.
+const freedKind = "freed"
+
 // The side keys of a shared hold (a semaphore, an RW lock): the fences of
 // its holders, and the writers that wait for an RW lock.
 const (
@@ -85,6 +91,31 @@ func HoldKeys(key string) []string {
 		s = s[n:]
 	}
 	return keys
+}
+
+// markerKey returns the name of the release marker of the holder named name
+// (the token, after its class for a shared hold) on the lock whose fence
+// key is fenceKey.
+func markerKey(fenceKey, name string) string {
+	var b strings.Builder
+	b.Grow(markerPrefixLen(fenceKey) + len(name))
+	writeMarkerPrefix(&b, fenceKey)
+	b.WriteString(name)
+	return b.String()
+}
+
+// markerPrefixLen is the length of what writeMarkerPrefix writes.
+func markerPrefixLen(fenceKey string) int {
+	return len(fenceKey) - len(fenceKind) + len(freedKind) + 1
+}
+
+// writeMarkerPrefix writes the release marker's name up to the holder's
+// name: the fence key's name with freedKind for fenceKind, and a colon.
+func writeMarkerPrefix(b *strings.Builder, fenceKey string) {
+	b.WriteString("dlock:")
+	b.WriteString(freedKind)
+	b.WriteString(fenceKey[len("dlock:")+len(fenceKind):])
+	b.WriteByte(':')
 }
 
 // sideKey returns the name of the side key of the given kind for a lock key.

@@ -52,6 +52,31 @@ func TestSideKeysShareTheSlot(t *testing.T) {
 		if got := redisSlot(side); got != want {
 			t.Errorf("sideKey(%q) = %q in slot %d, want the key's slot %d", key, side, got, want)
 		}
+		marker, _, _ := newMarkedToken(side, "s", "~holder{1}", ".value}")
+		if got := redisSlot(marker); got != want {
+			t.Errorf("the release marker of %q, %q, is in slot %d, want the key's slot %d", key, marker, got, want)
+		}
+	}
+}
+
+// A holding's release marker is the fence key's name with "freed" for
+// "fence", a colon and the holder's name, in one string with its token.
+func TestMarkerKeyNames(t *testing.T) {
+	for _, key := range sampleKeys()[:20] {
+		fence := sideKey(fenceKind, key)
+		marker, name, token := newMarkedToken(fence, "w", "~host", ".v")
+		if want := "dlock:freed" + fence[len("dlock:fence"):] + ":" + name; marker != want {
+			t.Errorf("marker of %q = %q, want %q", key, marker, want)
+		}
+		if name != "w"+token || len(token) != RandomTokenLen+len("~host.v") || !strings.HasSuffix(token, "~host.v") {
+			t.Errorf("name %q, token %q: want the class, then the random part, the holder and the value", name, token)
+		}
+		if m := markerKey(fence, name); m != marker {
+			t.Errorf("markerKey(%q, %q) = %q, want %q", fence, name, m, marker)
+		}
+	}
+	if marker, name, token := newMarkedToken("", "", "", ""); marker != "" || name != token || len(token) != RandomTokenLen {
+		t.Errorf("newMarkedToken without a fence key = %q, %q, %q", marker, name, token)
 	}
 }
 

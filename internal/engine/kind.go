@@ -84,6 +84,10 @@ type attempt struct {
 	// made (see withArgs); nil before
 	keyArgs []any
 	token   string // the holder's token, for the Lock
+	// marker is the name of the holding's release marker (see markerKey),
+	// made with the token; "" in an attempt made by hand, which then
+	// makes it when needed (see markerKey)
+	marker string
 	// arg is the holder's name in Redis, boxed once for the scripts' ARGV:
 	// the token for a lock, class and token for a shared hold
 	arg   any
@@ -109,12 +113,35 @@ func (a *attempt) guard(key string) {
 	a.guarded = []string{a.keys[0], a.keys[1], key}
 }
 
-// retoken gives the attempt a fresh token (see waiter.obtain).
-func (a *attempt) retoken(token string) {
-	a.token, a.arg = token, token
-	if a.kind.class != "" {
-		a.arg = a.kind.class + token
+// newToken gives the attempt a fresh token for cfg, with its holder's
+// name and release marker (see waiter.obtain).
+func (a *attempt) newToken(cfg Config) {
+	var name string
+	a.marker, name, a.token = newMarkedToken(a.keys[1], a.kind.class, cfg.HolderSuffix, cfg.ValueSuffix)
+	a.arg = name
+}
+
+// markerKey returns the name of the release marker of the holding the
+// attempt takes (see markerKey), which its releases and refreshes take
+// after its keys; "" for a kind whose keys hold their markers already (a
+// multi-key holding's).
+func (a attempt) markerKey() string {
+	switch {
+	case a.kind.allKeys:
+		return ""
+	case a.marker != "":
+		return a.marker
 	}
+	name, _ := a.arg.(string)
+	return markerKey(a.keys[1], name)
+}
+
+// boxedMarker returns a.markerKey() boxed, or nil if there is none.
+func (a attempt) boxedMarker() any {
+	if m := a.markerKey(); m != "" {
+		return m
+	}
+	return nil
 }
 
 // queued reports whether the acquire goes through the queue of waiters: in
@@ -167,20 +194,21 @@ func (a attempt) undo(quiet bool) op {
 	case quiet:
 		r.mode = "quiet"
 	}
-	return releaseOp(a.kind, a.keys, a.keyArgs, r)
+	return releaseOp(a.kind, a.keys, a.keyArgs, a.boxedMarker(), r)
 }
 
 // releaseOp returns the release of a holding with r, or with r.mode
 // "leave", a waiter's leave. boxed are keys boxed already (see
-// op.keyArgs).
-func releaseOp(kind *Kind, keys []string, boxed []any, r releaseArgv) op {
+// op.keyArgs); marker is the holding's release marker key, boxed, or nil
+// (see attempt.markerKey).
+func releaseOp(kind *Kind, keys []string, boxed []any, marker any, r releaseArgv) op {
 	o := op{name: "release", keys: keys}
 	if r.mode == "leave" {
 		o.name = "leave" // a quorum has no queue to leave
 	} else {
 		o.onQuorum = (*quorum).release
 	}
-	return withArgs(o, kind.release, boxed, r)
+	return withMarkedArgs(o, kind.release, boxed, marker, r)
 }
 
 // The operations of a Lock, of whatever kind: through its kind's scripts.

@@ -57,7 +57,7 @@ func TestMultiCallsSentTwice(t *testing.T) {
 	}
 
 	release := func(call int64) op {
-		return releaseOp(KindMulti, a.keys, nil, releaseArgv{holder: a.arg, call: call, releaseSetting: e.releaseSetting()})
+		return releaseOp(KindMulti, a.keys, nil, nil, releaseArgv{holder: a.arg, call: call, releaseSetting: e.releaseSetting()})
 	}
 	for i, want := range []int64{ours, ours} {
 		r, err := n.run(ctx, release(1))
@@ -76,7 +76,7 @@ func TestMultiCallsSentTwice(t *testing.T) {
 		t.Fatalf("acquire after the release = %+v, %v; want a larger fence than %d", r, err, first.value)
 	}
 	rdb.Del(ctx, "b")
-	lost := releaseOp(KindMulti, c.keys, nil, releaseArgv{holder: c.arg, call: int64(1), releaseSetting: e.releaseSetting()})
+	lost := releaseOp(KindMulti, c.keys, nil, nil, releaseArgv{holder: c.arg, call: int64(1), releaseSetting: e.releaseSetting()})
 	for i := range 2 {
 		if r, err := n.run(ctx, lost); err != nil || r.code != notOurs {
 			t.Errorf("release copy %d of a holding that lost a key = %+v, %v; want not ours", i, r, err)

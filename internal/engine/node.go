@@ -97,7 +97,7 @@ func (n *node) wrap(op, key string, err error) error {
 // will if it fails (a failure noted earlier, a node a Redlock round went on
 // without).
 func (n *node) errorOf(op, key string, err error) *NodeError {
-	return &NodeError{Node: n.name, Op: op, Key: key, Err: err}
+	return &NodeError{Node: n.name, Op: op, Key: key, Err: withACLHint(key, err)}
 }
 
 // acquire is how a node carries out an acquire: pipelined with a WAIT for

@@ -66,7 +66,7 @@ func TestFencelessAcquireResent(t *testing.T) {
 		}
 	}
 	other := a
-	other.retoken(NewToken())
+	other.newToken(Config{})
 	r, err := n.run(context.Background(), other.op())
 	if err != nil || r.code != held || r.value != unknownTTL {
 		t.Errorf("acquire by another = %+v, %v; want held, PTTL unknown", r, err)

@@ -137,7 +137,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*renewe
 	cmds := make([]*redis.Cmd, len(locks))
 	pipe := rdb.Pipeline()
 	for i, l := range locks {
-		cmds[i] = pipe.EvalSha(ctx, l.kind.refresh.sha, l.kind.scriptKeys(l.keys), l.arg, l.renewal.Sent().Milliseconds())
+		cmds[i] = pipe.EvalSha(ctx, l.kind.refresh.sha, l.renewKeys, l.arg, l.renewal.Sent().Milliseconds())
 	}
 	_, _ = pipe.Exec(ctx) // each command keeps its own error
 	var again []int
@@ -150,7 +150,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*renewe
 		pipe = rdb.Pipeline()
 		for _, i := range again {
 			l := locks[i]
-			cmds[i] = pipe.Eval(ctx, l.kind.refresh.src, l.kind.scriptKeys(l.keys), l.arg, l.renewal.Sent().Milliseconds())
+			cmds[i] = pipe.Eval(ctx, l.kind.refresh.src, l.renewKeys, l.arg, l.renewal.Sent().Milliseconds())
 		}
 		_, _ = pipe.Exec(ctx)
 	}

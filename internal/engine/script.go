@@ -96,3 +96,18 @@ func newScript(src string) *script {
 	sha := hex.EncodeToString(sum[:])
 	return &script{src: src, sha: sha, srcArg: src, shaArg: sha}
 }
+
+// Scripts returns the SHA-1 digest of every script the engine runs, by its
+// file's name: for the tests that check what each one touches (a script
+// added above belongs here too).
+func Scripts() map[string]string {
+	return map[string]string{
+		"acquire": acquireScript.sha, "release": releaseScript.sha, "refresh": refreshScript.sha, "ttl": ttlScript.sha,
+		"queue_acquire": queueAcquireScript.sha, "raise_fence": raiseFenceScript.sha,
+		"inspect": inspectScript.sha, "force_release": forceReleaseScript.sha,
+		"hold_acquire": holdAcquireScript.sha, "hold_release": holdReleaseScript.sha, "hold_refresh": holdRefreshScript.sha,
+		"hold_ttl": holdTTLScript.sha, "hold_raise_fence": holdRaiseFenceScript.sha,
+		"multi_acquire": multiAcquireScript.sha, "multi_release": multiReleaseScript.sha, "multi_refresh": multiRefreshScript.sha,
+		"multi_ttl": multiTTLScript.sha, "multi_raise_fence": multiRaiseFenceScript.sha,
+	}
+}

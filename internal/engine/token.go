@@ -80,14 +80,36 @@ func NewToken() string { return newTokenWith("", "") }
 
 // newTokenWith returns NewToken followed by a and b, in one allocation.
 func newTokenWith(a, b string) string {
+	_, _, token := newMarkedToken("", "", a, b)
+	return token
+}
+
+// newMarkedToken returns a fresh token (NewToken followed by holder and
+// value), the holder's name in Redis (class, then the token) and the name
+// of the release marker of the holding it names on the lock whose fence key
+// is fenceKey (see markerKey): one string holds all three, for one
+// allocation. With no fenceKey, marker is "".
+func newMarkedToken(fenceKey, class, holder, value string) (marker, name, token string) {
 	var random [16]byte
 	_, _ = rand.Read(random[:]) // never fails: it crashes the program instead
 	var encoded [RandomTokenLen]byte
 	base64.RawURLEncoding.Encode(encoded[:], random[:])
 	var t strings.Builder
-	t.Grow(RandomTokenLen + len(a) + len(b))
+	prefix := 0
+	if fenceKey != "" {
+		prefix = markerPrefixLen(fenceKey)
+	}
+	t.Grow(prefix + len(class) + RandomTokenLen + len(holder) + len(value))
+	if fenceKey != "" {
+		writeMarkerPrefix(&t, fenceKey)
+	}
+	t.WriteString(class)
 	t.Write(encoded[:])
-	t.WriteString(a)
-	t.WriteString(b)
-	return t.String()
+	t.WriteString(holder)
+	t.WriteString(value)
+	s := t.String()
+	if fenceKey != "" {
+		marker = s
+	}
+	return marker, s[prefix:], s[prefix+len(class):]
 }

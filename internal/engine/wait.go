@@ -101,7 +101,7 @@ func (w *waiter) obtain(ctx context.Context) (*Hold, error) {
 			// is taken back in the background on the nodes that had not
 			// answered, and with the same token that would delete what a
 			// later attempt won there.
-			a.retoken(w.cfg.newToken())
+			a.newToken(w.cfg)
 		}
 		sent = time.Now()
 		w.seen.Attempts++
@@ -111,8 +111,8 @@ func (w *waiter) obtain(ctx context.Context) (*Hold, error) {
 				// The context ended during an attempt; the last answer was "held".
 				err = fmt.Errorf("%w: %s was held at the last attempt: %w", ErrNotObtained, QuoteKey(w.key), err)
 			}
-			if err != nil && a.queued() && !replyLost(err) {
-				w.leave(a) // (a lost reply is cleaned up by try)
+			if err != nil && a.queued() && !replyLost(err) && !refusedByACL(err) {
+				w.leave(a) // (a lost reply is cleaned up by try; a refused one did nothing)
 			}
 			return lock, err
 		}

@@ -64,6 +64,6 @@ else
   return 2
 end
 redis.call('SET', KEYS[7], ARGV[1], 'PX', markTTL)
-redis.call('PUBLISH', KEYS[2], '')
+redis.pcall('PUBLISH', KEYS[2], '')
 redis.pcall('PUBLISH', 'dlock:watch' .. string.sub(KEYS[2], 12), '') -- see release.lua
 return 1

@@ -1,7 +1,9 @@
 -- hold_refresh.lua: set a new time to live on the caller's shared hold, if
 -- it still has it.
 --
--- KEYS     as hold_acquire.lua (KEYS[1], KEYS[2] and KEYS[5] are used)
+-- KEYS     as hold_acquire.lua (KEYS[1], KEYS[2] and KEYS[5] are used),
+--          then (the last) the release marker of the holding (see
+--          hold_release.lua)
 -- ARGV[1]  the caller's name (class and token)
 -- ARGV[2]  the new time to live, in milliseconds
 -- ARGV[3]  optional (Lock.ReleaseAfter): the call's number among the
@@ -14,7 +16,7 @@
 -- (expired, released, force-released, another type). The keys live at least
 -- as long as the holding. Copies of one call sent again answer as the first
 -- did, as in refresh.lua.
-local freed = 'dlock:freed' .. string.sub(KEYS[2], 12) .. ':' .. ARGV[1]
+local freed = KEYS[#KEYS]
 if ARGV[3] and redis.pcall('GET', freed) == ARGV[3] then
   return 1
 end

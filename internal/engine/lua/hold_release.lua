@@ -3,7 +3,7 @@
 -- free to the queue of waiters (see hold_acquire.lua); a waiter giving up
 -- also leaves the queue with it.
 --
--- KEYS     as hold_acquire.lua
+-- KEYS     as hold_acquire.lua, then (the last) the holding's release marker
 -- ARGV[1]  the caller's name (class and token)
 -- ARGV[2]  '' to release; 'quiet' to release and tell nobody (a Redlock
 --          attempt taken back); 'leave': the caller is a waiter giving up
@@ -20,8 +20,9 @@
 -- Returns 1 when the holding was the caller's and is now ended (by this
 -- call, or by an earlier copy of it), 2 when another release of the same
 -- holding ended it (nothing was done), 0 otherwise. As release.lua, a
--- release leaves a marker, dlock:freed<the fence key's rest>:<name>, that a
--- copy of the same call sent again finds, and answers as the first did.
+-- release leaves a marker, dlock:freed<the fence key's rest>:<name>
+-- (the last of KEYS), that a copy of the same call sent again finds, and
+-- answers as the first did.
 --
 -- What is free goes to the queue in order, as release.lua does for a lock:
 -- a fair waiter gets it handed over ("name:fence" on its channel), a
@@ -34,9 +35,9 @@
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local name = ARGV[1]
-local watch = side('watch')
+local watch = watch_channel()
 
-local freed = side('freed') .. ':' .. name
+local freed = KEYS[#KEYS]
 local released = 0
 local score = redis.pcall('ZSCORE', KEYS[1], name)
 if type(score) == 'string' then
@@ -86,7 +87,7 @@ if holders == 0 then
   redis.call('DEL', KEYS[5]) -- a semaphore's limit counts while permits are held
 end
 if not queued then
-  redis.call('PUBLISH', KEYS[2], '')
+  redis.pcall('PUBLISH', KEYS[2], '')
   redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
   return released
 end
@@ -183,7 +184,7 @@ for _, head in ipairs(queue) do
   end
 end
 if served == 0 and redis.call('EXISTS', KEYS[3]) == 0 then
-  redis.call('PUBLISH', KEYS[2], '') -- nobody is left in the queue: tell whoever listens
+  redis.pcall('PUBLISH', KEYS[2], '') -- nobody is left in the queue: tell whoever listens
 end
 redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
 return released

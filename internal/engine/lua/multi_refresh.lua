@@ -51,7 +51,7 @@ end
 for i = 1, n do
   if redis.pcall('GET', KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
-    redis.call('PUBLISH', KEYS[n + i], '')
+    redis.pcall('PUBLISH', KEYS[n + i], '')
     redis.pcall('PUBLISH', 'dlock:watch' .. string.sub(KEYS[n + i], 12), '')
   end
 end

@@ -57,7 +57,7 @@ for i = 1, n do
   if redis.pcall('GET', KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     if ARGV[2] ~= 'quiet' then
-      redis.call('PUBLISH', KEYS[n + i], '')
+      redis.pcall('PUBLISH', KEYS[n + i], '')
       -- an ACL may forbid it: WaitRelease then waits for the ttl
       redis.pcall('PUBLISH', 'dlock:watch' .. string.sub(KEYS[n + i], 12), '')
     end

@@ -2,6 +2,7 @@
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the fence key (same cluster slot as KEYS[1])
+-- KEYS[3]  the release marker of the holding (see release.lua)
 -- ARGV[1]  the caller's token
 -- ARGV[2]  the new time to live, in milliseconds
 -- ARGV[3]  optional (Lock.ReleaseAfter, which ends the holding here and
@@ -20,7 +21,7 @@
 -- A refresh sent twice sets the same ttl twice, the second from a moment
 -- later: still a refresh. A ReleaseAfter sent twice must not keep the lock
 -- longer than asked: its copies find its marker, and change nothing.
-local freed = 'dlock:freed' .. string.sub(KEYS[2], 12) .. ':' .. ARGV[1]
+local freed = KEYS[3]
 if ARGV[3] and redis.pcall('GET', freed) == ARGV[3] then
   return 1
 end

@@ -10,6 +10,7 @@
 -- KEYS[4]  the leases                          which has no queue
 -- KEYS[5]  the waiters' guard key (WithGuard), if any: while it exists the
 --          lock is passed on to nobody; with ARGV[9], the key to store at
+-- KEYS[#KEYS] (the last) the release marker of the holding (see below)
 -- ARGV[1]  the caller's token
 -- ARGV[2]  '' to release; 'quiet' to release and tell nobody (a Redlock
 --          attempt that failed takes back the nodes that granted it:
@@ -41,8 +42,8 @@
 -- again when its reply is late, and every copy runs: a copy that comes
 -- after the first deleted the lock, or handed it over to a waiter, or after
 -- another client took it, must not say "not held". So the release leaves a
--- marker, dlock:freed<the fence key's rest>:<token>, in the lock's Cluster
--- slot, holding ARGV[7], for ARGV[8] milliseconds: a copy that finds the
+-- marker, dlock:freed<the fence key's rest>:<token> (the last of KEYS), in
+-- the lock's Cluster slot, holding ARGV[7], for ARGV[8] milliseconds: a copy that finds the
 -- lock not the caller's looks for it. The marker is the only write a
 -- release adds; the acquire adds none (acquire.lua knows its own token).
 --
@@ -58,8 +59,13 @@
 -- Either way, a message on the lock's watch channel tells those that watch
 -- the lock without waiting for it (Client.WaitRelease): its name is the
 -- fence key's with "watch" for "fence" (see keys.go).
-local watch = side('watch')
-local freed = side('freed') .. ':' .. ARGV[1]
+--
+-- Every PUBLISH goes through pcall: a user whose ACL forbids the channels
+-- (no &dlock:*) still releases, and says so; its waiters, which cannot
+-- subscribe either, find the lock free at their next try.
+local watch = watch_channel()
+local freed = KEYS[#KEYS]
+local n = #KEYS - 1 -- the keys before the marker
 local released = 0
 if redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
@@ -69,7 +75,7 @@ if redis.pcall('GET', KEYS[1]) == ARGV[1] then
     -- Lock.ReleaseStoring: the work is done; every waiter, whose guard
     -- (WithGuard) this is, finds it at its next try: wake them all.
     redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[10])
-    redis.call('PUBLISH', KEYS[2], '')
+    redis.pcall('PUBLISH', KEYS[2], '')
     redis.pcall('PUBLISH', watch, '')
     return 1
   end
@@ -82,9 +88,9 @@ else
     return reply
   end
 end
-if #KEYS < 4 then
+if n < 4 then
   if released == 1 and ARGV[2] ~= 'quiet' then
-    redis.call('PUBLISH', KEYS[2], '')
+    redis.pcall('PUBLISH', KEYS[2], '')
     redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
   end
   return released
@@ -105,10 +111,10 @@ elseif ARGV[2] == 'quiet' then
   return 1
 end
 
-if KEYS[5] and redis.call('EXISTS', KEYS[5]) == 1 then
+if n >= 5 and redis.call('EXISTS', KEYS[5]) == 1 then
   -- The waiters' guard (WithGuard) exists: the work is done, and the lock
   -- goes to nobody. Every waiter finds the guard at its next try.
-  redis.call('PUBLISH', KEYS[2], '')
+  redis.pcall('PUBLISH', KEYS[2], '')
   redis.pcall('PUBLISH', watch, '')
   return released
 end
@@ -161,6 +167,6 @@ for _ = 1, 100 do
   redis.call('ZREM', KEYS[4], head)
   head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 end
-redis.call('PUBLISH', KEYS[2], '')
+redis.pcall('PUBLISH', KEYS[2], '')
 redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
 return released

@@ -1,11 +1,13 @@
--- release_marker.lua: what release.lua and hold_release.lua share (the side
--- keys, telling a waiter, the release marker), run before either (see
--- script.go). KEYS[2] is the holding's fence key.
+-- release_marker.lua: what release.lua and hold_release.lua share (the
+-- watch channel, telling a waiter, the release marker), run before either
+-- (see script.go). KEYS[2] is the holding's fence key; the last of KEYS is
+-- the holding's release marker.
 
--- side returns the name of the holding's side key of kind ('watch',
--- 'freed', ...): the fence key's name with kind for 'fence' (see keys.go).
-local function side(kind)
-  return 'dlock:' .. kind .. string.sub(KEYS[2], 12)
+-- watch_channel returns the name of the lock's watch channel: the fence
+-- key's name with 'watch' for 'fence' (see keys.go). A channel, no key:
+-- the scripts touch only the keys they are given.
+local function watch_channel()
+  return 'dlock:watch' .. string.sub(KEYS[2], 12)
 end
 
 -- tell tells a waiter message: on its own channel if it gave one (pcall:
@@ -21,7 +23,7 @@ local function tell(channel, message)
     end
   end
   if heard == nil then
-    redis.call('PUBLISH', KEYS[2], message)
+    redis.pcall('PUBLISH', KEYS[2], message) -- see release.lua: pcall, as every PUBLISH
   end
   return heard
 end
