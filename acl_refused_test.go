@@ -2,6 +2,7 @@ package dlock_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/jobs"
 	"github.com/dlock-go/dlock/redistest"
+	"github.com/dlock-go/dlock/stock"
 )
 
 // TestAppKeysOnlyGetsTheMissingRule: a user allowed the application's keys
@@ -156,4 +158,42 @@ func (b *signalledBackoff) Delay(int, time.Duration) time.Duration {
 		return 20 * time.Millisecond
 	}
 	return b.delay
+}
+
+// TestPackageKeysGetTheMissingRule: a user allowed dlock's keys and
+// channels but not a package's own prefix gets, from the package's own
+// scripts, the key rule that is missing: the package's prefix.
+func TestPackageKeysGetTheMissingRule(t *testing.T) {
+	srv := redistest.NewServer(t)
+	ctx := testenv.Timeout(t, 30*time.Second)
+	if err := srv.Client().Do(ctx, "ACL", "SETUSER", "app", "reset", "on", ">pw", "~app:*", "~dlock:*", "&dlock:*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := srv.Client(func(o *redis.Options) { o.Username, o.Password = "app", "pw" })
+	locker := dlock.New(rdb)
+	t.Cleanup(func() { locker.Close() })
+	cache, err := cachefill.New(locker, cachefill.WithFallback(false)) // keys under "cachefill"
+	check(t, "cachefill.New", err)
+	inv, err := stock.New(rdb) // keys under "stock"
+	check(t, "stock.New", err)
+	t.Cleanup(func() { inv.Close() })
+	for _, c := range []struct {
+		name, rule string
+		call       func() error
+	}{
+		{"cachefill.Get", "~cachefill*", func() error {
+			_, err := cache.Get(ctx, "app:cached", time.Minute, func(context.Context) ([]byte, error) { return []byte("v"), nil })
+			return err
+		}},
+		{"stock.Set", "~stock*", func() error { return inv.Set(ctx, "shirt", 1) }},
+		{"stock.Reserve", "~stock*", func() error { return inv.Reserve(ctx, "shirt", "o1", 1, time.Minute) }},
+	} {
+		err := c.call()
+		if err == nil || !strings.Contains(err.Error(), "the Redis user's ACL lacks "+c.rule) {
+			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.rule)
+		}
+		if errors.Is(err, stock.ErrOutcomeUnknown) {
+			t.Errorf("%s: %v: a refused call is no unknown outcome", c.name, err)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/aclhint"
 	"github.com/dlock-go/dlock/internal/owner"
 )
 
@@ -153,6 +154,8 @@ func boundedFor[T any](ctx context.Context, c *Cache, d time.Duration, fn func(c
 		return zero, ErrClosed
 	case !answered:
 		return zero, fmt.Errorf("no answer from Redis: %w", context.Cause(ctx))
+	case r.err != nil:
+		return r.v, aclhint.Wrap(r.err, aclhint.Rules{Keys: "~" + c.opts.prefix + "*, the keys of the cache"})
 	}
-	return r.v, r.err
+	return r.v, nil
 }

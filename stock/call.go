@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dlock-go/dlock/internal/aclhint"
 	"github.com/dlock-go/dlock/internal/owner"
 )
 
@@ -83,9 +84,14 @@ func (c *call) run(ctx context.Context, s script) (reply, error) {
 			}
 		}
 	})
+	if err != nil {
+		err = aclhint.Wrap(err, aclhint.Rules{Keys: "~" + c.inv.prefix + "*, the keys of the stock"})
+	}
 	switch {
 	case err == nil:
 		return r, c.replyError(r)
+	case aclhint.Refused(err):
+		// refused before it ran: nothing changed
 	case sent && c.changes:
 		return r, fmt.Errorf("%w: %s %s: %w", ErrOutcomeUnknown, c.op, c.about(), err)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/aclhint"
 )
 
 // redisReply is a Redis error reply, as go-redis returns one.
@@ -32,7 +34,7 @@ func TestACLHint(t *testing.T) {
 		{"app:x", "ERR The user executing the script can't run this command or subcommand script: ddb9f7d0, on @user_script:1.", "a command that dlock's scripts run"},
 	} {
 		err := withACLHint(c.key, fmt.Errorf("wrapped: %w", redisReply(c.reply)))
-		var refused *aclError
+		var refused *aclhint.Error
 		if !errors.As(err, &refused) || refused.Missing != c.missing {
 			t.Errorf("withACLHint(%q, %q) = %v, want it to name %q", c.key, c.reply, err, c.missing)
 			continue
