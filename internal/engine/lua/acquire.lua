@@ -47,12 +47,18 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     return {1, fence}
   end
 end
--- A new holding: the next fence.
+-- A new holding: the next fence. The server's time is stored, and the last
+-- fence read back, in one command (SET ... GET); only when the last fence is
+-- not below the time (a burst of acquires within a microsecond, or a fence
+-- key that holds no number) is the fence written again.
 local now = redis.call('TIME')
 fence = now[1] * 1000000 + now[2]
-local last = tonumber(redis.pcall('GET', KEYS[2]))
-if last and last >= fence then
-  fence = last + 1
+local prev = redis.pcall('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[2], 'GET')
+local last = tonumber(prev)
+if last and last >= fence or type(prev) == 'table' and prev.err then
+  if last and last >= fence then
+    fence = last + 1
+  end
+  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[2])
 end
-redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[2])
 return {1, fence}

@@ -1,7 +1,9 @@
 -- release.lua: delete the lock if, and only if, the caller still holds it,
 -- and pass it on: hand it over to the first fair waiter of its queue, or
--- wake the first barging one (see queue_acquire.lua), or, with nobody
--- queued, tell whoever listens on the lock's channel that it is free.
+-- wake the first barging one (see queue_acquire.lua); with nobody queued,
+-- only those that watch the lock (WaitRelease) are told, on the watch
+-- channel: every waiter that listens on one deployment is in the queue.
+-- (On a Redlock node, which has no queue, the lock's channel is told.)
 -- A waiter giving up also leaves the queue with it.
 --
 -- KEYS[1]  the lock key
@@ -119,6 +121,11 @@ if n >= 5 and redis.call('EXISTS', KEYS[5]) == 1 then
   return released
 end
 local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+-- Nobody queued: on one deployment every waiter that listens for release
+-- messages is in the queue (it joins with the try after it subscribes), so
+-- the lock's channel has nobody to tell; those that watch hear the watch
+-- channel.
+local queued = head ~= nil
 local t, now_ms
 if head then -- nobody waits, mostly: no need for the time
   t = redis.call('TIME')
@@ -167,6 +174,9 @@ for _ = 1, 100 do
   redis.call('ZREM', KEYS[4], head)
   head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 end
-redis.pcall('PUBLISH', KEYS[2], '')
+if queued then
+  -- every waiter of the queue was gone: one that lost its place may listen
+  redis.pcall('PUBLISH', KEYS[2], '')
+end
 redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
 return released
