@@ -146,21 +146,7 @@ func (w *multiWaiter) delay(n int, r reply) time.Duration {
 // sleep waits for d, a release message, or the end of ctx, and reports
 // false for the last.
 func (w *multiWaiter) sleep(ctx context.Context, d time.Duration) bool {
-	if w.timer == nil {
-		w.timer = time.NewTimer(d)
-	} else {
-		w.timer.Reset(d)
-	}
-	w.seen.Woken = false
-	select {
-	case <-w.timer.C:
-	case <-w.wake: // nil while not listening: never ready
-		w.seen.Woken = true
-	case <-w.e.own.Closing(): // Close: the next try says ErrClosed
-	case <-ctx.Done():
-		return false
-	}
-	return true
+	return w.e.sleep(ctx, &w.timer, d, w.wake, &w.seen)
 }
 
 func (w *multiWaiter) stop() {

@@ -286,17 +286,25 @@ func (w *waiter) takeWoken() bool {
 // sleep waits for d, a release message, or the end of ctx, and reports
 // false for the last.
 func (w *waiter) sleep(ctx context.Context, d time.Duration) bool {
-	if w.timer == nil {
-		w.timer = time.NewTimer(d)
+	return w.e.sleep(ctx, &w.timer, d, w.wake, &w.seen)
+}
+
+// sleep waits on *timer (made at the first sleep) for d, for a message on
+// wake (nil while not listening: never ready), for Close, or for the end
+// of ctx, notes in seen whether a message woke it, and reports false for
+// the end of ctx. After Close, the next try says ErrClosed.
+func (e *Engine) sleep(ctx context.Context, timer **time.Timer, d time.Duration, wake <-chan struct{}, seen *Seen) bool {
+	if *timer == nil {
+		*timer = time.NewTimer(d)
 	} else {
-		w.timer.Reset(d)
+		(*timer).Reset(d)
 	}
-	w.seen.Woken = false
+	seen.Woken = false
 	select {
-	case <-w.timer.C:
-	case <-w.wake:
-		w.seen.Woken = true
-	case <-w.e.own.Closing(): // Close: the next try says ErrClosed
+	case <-(*timer).C:
+	case <-wake:
+		seen.Woken = true
+	case <-e.own.Closing():
 	case <-ctx.Done():
 		return false
 	}
