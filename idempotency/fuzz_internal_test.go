@@ -12,9 +12,9 @@ import (
 // bytes, or is refused; a key, quoted as RFC 8941 says, parses back to
 // itself.
 func FuzzParseKey(f *testing.F) {
-	for _, seed := range []string{`"k"`, `"a\"b\\c";x=1`, `abc`, `""`, `"é"`, "\"a\"\r\nX: 1", `"k";s="x;y";b=:aGk=:`} {
-		f.Add(seed, false)
-		f.Add(seed, true)
+	for _, value := range []string{`"k"`, `"a\"b\\c";x=1`, `abc`, `""`, `"é"`, "\"a\"\r\nX: 1", `"k";s="x;y";b=:aGk=:`} {
+		f.Add(value, false)
+		f.Add(value, true)
 	}
 	f.Fuzz(func(t *testing.T, value string, bare bool) {
 		key, err := parseKey([]string{value}, bare)

@@ -66,8 +66,8 @@ func mergedOrder(calls []stockCall) []int {
 func TestBatchMatchesCallsAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for seed := range uint64(40) {
-		r := rand.New(rand.NewPCG(seed, 13))
+	for run := range uint64(40) {
+		r := rand.New(rand.NewPCG(run, 13))
 		_, l, inv := withLanes(t)
 		batched, alone := testSKU(t, "batched"), testSKU(t, "alone")
 		stockQty := int64(2 + r.IntN(6))
@@ -99,22 +99,22 @@ func TestBatchMatchesCallsAlone(t *testing.T) {
 		}
 		for i, errc := range got {
 			if err := <-errc; !same(err, want[i]) {
-				t.Errorf("seed %d: call %d %+v in a batch = %v, made alone = %v (calls %+v)", seed, i, calls[i], err, want[i], calls)
+				t.Errorf("run %d: call %d %+v in a batch = %v, made alone = %v (calls %+v)", run, i, calls[i], err, want[i], calls)
 			}
 		}
 		if b, a := levels(t, inv, batched), levels(t, inv, alone); b != a {
-			t.Errorf("seed %d: levels %+v after the batch, %+v after the calls alone (calls %+v)", seed, b, a, calls)
+			t.Errorf("run %d: levels %+v after the batch, %+v after the calls alone (calls %+v)", run, b, a, calls)
 		}
 		// The orders' states: a Reserve of 1 and a Commit of each tell them.
 		for _, order := range []string{"a", "b", "c", "d"} {
 			for _, probe := range []stockCall{{"commit", order, 0}, {"reserve", order, 1}} {
 				if b, a := probe.run(ctx, inv, batched), probe.run(ctx, inv, alone); !same(b, a) {
-					t.Errorf("seed %d: order %s after the batch: %s = %v, after the calls alone: %v", seed, order, probe.op, b, a)
+					t.Errorf("run %d: order %s after the batch: %s = %v, after the calls alone: %v", run, order, probe.op, b, a)
 				}
 			}
 		}
 		if sent := l.sent(); len(sent) != 1 || !slices.Equal(sent[0], ordersIn(calls, mergedOrder(calls))) {
-			t.Errorf("seed %d: batches %v, want one of the calls in the order %v", seed, sent, mergedOrder(calls))
+			t.Errorf("run %d: batches %v, want one of the calls in the order %v", run, sent, mergedOrder(calls))
 		}
 	}
 }
