@@ -42,13 +42,8 @@ type Rules struct {
 // user's ACL, naming the rule of needs that the reply points to; else err
 // itself.
 func Wrap(err error, needs Rules) error {
-	var reply redis.Error
-	if !errors.As(err, &reply) {
-		return err
-	}
-	msg := reply.Error()
-	inScript := strings.Contains(msg, "The user executing the script can't")
-	if !inScript && !strings.HasPrefix(msg, "NOPERM") {
+	msg, inScript, ok := refusal(err)
+	if !ok {
 		return err
 	}
 	var missing string
@@ -69,6 +64,26 @@ func Wrap(err error, needs Rules) error {
 		}
 	}
 	return &Error{Missing: missing, Err: err}
+}
+
+// IsRefusal reports whether err is Redis refusing a call for the user's
+// ACL, before Wrap named the rule: a caller whose Rules cost something to
+// build asks first.
+func IsRefusal(err error) bool {
+	_, _, ok := refusal(err)
+	return ok
+}
+
+// refusal returns the reply of Redis refusing a call for the user's ACL,
+// and whether a script's command was the one refused.
+func refusal(err error) (msg string, inScript, ok bool) {
+	var reply redis.Error
+	if err == nil || !errors.As(err, &reply) {
+		return "", false, false
+	}
+	msg = reply.Error()
+	inScript = strings.Contains(msg, "The user executing the script can't")
+	return msg, inScript, inScript || strings.HasPrefix(msg, "NOPERM")
 }
 
 // Refused reports whether err is a call that the Redis user's ACL refused

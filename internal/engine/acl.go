@@ -14,6 +14,9 @@ import (
 // call on the lock named key (or, with no key, a call on no lock) for the
 // ACL user's rights; else err itself.
 func withACLHint(key string, err error) error {
+	if !aclhint.IsRefusal(err) {
+		return err // the usual error: no hint to build
+	}
 	channels := "&dlock:* for the channels of its locks"
 	if key != "" {
 		channels = "&dlock:* for the channels of lock " + QuoteKey(key)

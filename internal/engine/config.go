@@ -39,7 +39,7 @@ const (
 	minDrift    = 2 * time.Millisecond // ... plus two milliseconds
 )
 
-// Drift is the margin taken off a hold's validity (see Hold.Until).
-func Drift(ttl time.Duration) time.Duration {
+// drift is the margin taken off a hold's validity (see Hold.Until).
+func drift(ttl time.Duration) time.Duration {
 	return ttl/driftFactor + minDrift
 }

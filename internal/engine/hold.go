@@ -81,12 +81,6 @@ func (h *Hold) Renewed() bool { return h.renewed }
 // Record reports whether the holding is a record (AsRecord).
 func (h *Hold) Record() bool { return h.record }
 
-// Gone reports whether the holding ended.
-func (h *Hold) Gone() bool { return h.gone.Load() }
-
-// Engine returns the Engine the holding is on.
-func (h *Hold) Engine() *Engine { return h.e }
-
 // Key returns the name of the holding.
 func (h *Hold) Key() string { return h.key }
 
@@ -120,7 +114,7 @@ func (h *Hold) currentTTL() time.Duration { return time.Duration(h.ttl.Load()) }
 // with ttl, in nanoseconds after client.epoch, as kept in l.until.
 func (h *Hold) untilOf(sent time.Time, ttl time.Duration) int64 {
 	ttl = ttl.Truncate(time.Millisecond)
-	return int64(sent.Sub(h.e.epoch) + ttl - Drift(ttl))
+	return int64(sent.Sub(h.e.epoch) + ttl - drift(ttl))
 }
 
 // setUntil sets the validity deadline of an acquire or refresh sent at sent

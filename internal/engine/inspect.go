@@ -68,7 +68,7 @@ func (e *Engine) Inspect(ctx context.Context, key string) (Inspection, error) {
 // ForceRelease deletes the holding under key if its holders are still
 // those of seen (Inspection.Seen), and reports whether it deleted one.
 func (e *Engine) ForceRelease(ctx context.Context, key string, seen []string) (bool, error) {
-	r, err := e.call(ctx, forceReleaseOp(key, NewToken(), seen))
+	r, err := e.call(ctx, forceReleaseOp(key, newToken(), seen))
 	switch {
 	case err != nil:
 		return false, err

@@ -93,7 +93,7 @@ func (q *quorum) decide(o op, votes []vote, sent time.Time) (reply, error) {
 	for i, v := range votes {
 		granted[i] = v.Answered && v.Err == nil && v.R.code == acquired
 	}
-	if !time.Now().Before(sent.Add(o.ttl - Drift(o.ttl))) {
+	if !time.Now().Before(sent.Add(o.ttl - drift(o.ttl))) {
 		return reply{}, fmt.Errorf("%w: %s: a quorum granted it, but its validity ran out first: %v", ErrNotObtained, QuoteKey(o.key()), time.Since(sent))
 	}
 	return reply{code: acquired, granted: granted}, nil
@@ -201,7 +201,7 @@ func (q *quorum) refresh(ctx context.Context, o op) (reply, error) {
 	votes, _ := q.round(ctx, o, nil, nil)
 	yes, failed := count(votes, ours)
 	switch {
-	case yes >= q.need && time.Now().Before(sent.Add(o.ttl-Drift(o.ttl))):
+	case yes >= q.need && time.Now().Before(sent.Add(o.ttl-drift(o.ttl))):
 		return reply{code: ours}, nil
 	case len(votes)-yes-failed > len(votes)-q.need:
 		return reply{code: notOurs}, nil // a quorum said "not ours"

@@ -56,7 +56,7 @@ func TestFencelessAcquireResent(t *testing.T) {
 	rdb := redistest.NewServer(t).Client()
 	n := newNode(rdb, ReplicaAck{}, quorumBatchLanes, nil)
 	n.fenceless = true
-	token := NewToken()
+	token := newToken()
 	a := attempt{kind: KindLock, keys: lockKeys("test:resent"), token: token, arg: token, ttl: time.Minute}
 	o := a.op()
 	for i := range 2 {
@@ -100,7 +100,7 @@ func TestFencelessAcquireWithoutPExpireGT(t *testing.T) {
 	rdb.AddHook(refusePExpireGT{})
 	n := newNode(rdb, ReplicaAck{}, quorumBatchLanes, nil)
 	n.fenceless = true
-	token := NewToken()
+	token := newToken()
 	o := attempt{kind: KindLock, keys: lockKeys("test:nogt"), token: token, arg: token, ttl: time.Minute}.op()
 	r, err := n.run(context.Background(), o)
 	if err != nil || r.code != acquired {

@@ -75,8 +75,8 @@ func Fingerprint(token string) string {
 	return hex.EncodeToString(sum[:4])
 }
 
-// NewToken returns 128 random bits from crypto/rand, URL-safe base64.
-func NewToken() string { return newTokenWith("", "") }
+// newToken returns 128 random bits from crypto/rand, URL-safe base64.
+func newToken() string { return newTokenWith("", "") }
 
 // newTokenWith returns NewToken followed by a and b, in one allocation.
 func newTokenWith(a, b string) string {

@@ -327,7 +327,7 @@ func (w *waiter) handedOver(a attempt, sent time.Time) *Hold {
 		return nil
 	}
 	fence, err := strconv.ParseInt(payload, 10, 64)
-	if err != nil || time.Until(sent.Add(a.ttl-Drift(a.ttl))) < a.ttl/2 {
+	if err != nil || time.Until(sent.Add(a.ttl-drift(a.ttl))) < a.ttl/2 {
 		return nil
 	}
 	lock, err := w.e.hold(a, reply{code: acquired, value: fence}, sent, w.cfg)
