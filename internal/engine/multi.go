@@ -13,19 +13,19 @@ import (
 
 // A multi-key holding: several locks taken at once, all of them or none,
 // held as one (dlock.Client.ObtainMulti). Its keys are sorted and each
-// named once, and one script takes them all in one step, so that two
-// callers that name the same keys in other orders never hold part each
-// and wait for each other: whoever runs first gets all of them. One script
-// touches keys of one Cluster slot only: in a Cluster the keys must share
-// a slot (a hash tag); on a single server and on a Redlock of single
-// servers any keys go together. A Redlock runs the one script on every
-// node: each node grants all of the keys or none, so the quorum that
-// grants the holding holds every key, in one round, and a failed attempt
-// is taken back with one release per node, as a lock's is. (A quorum per
-// key would take a round per key, and could leave some keys on a quorum
-// and others not.) Keys in several Cluster slots are refused rather than
-// taken one slot after the other: between the slots, a part would be held
-// alone, and the caller can give the keys one hash tag.
+// named once. On a single server, Sentinel, a Cluster when the keys share
+// a slot, and a Redlock of single servers, one script takes them all in
+// one step, so that two callers that name the same keys in other orders
+// never hold part each and wait for each other: whoever runs first gets
+// all of them. A Redlock runs the one script on every node: each node
+// grants all of the keys or none, so the quorum that grants the holding
+// holds every key, in one round, and a failed attempt is taken back with
+// one release per node, as a lock's is. (A quorum per key would take a
+// round per key, and could leave some keys on a quorum and others not.)
+// On a Cluster, keys in several slots are taken one slot after the other,
+// in ascending slot order, and a slot found held releases the slots taken
+// before it (see multi_slots.go). A Redlock of Clusters refuses keys in
+// several slots.
 //
 // The holding's KEYS, for every one of its scripts (multi_*.lua): the lock
 // keys, their fence keys, then their release markers for the holder's
@@ -48,7 +48,7 @@ var KindMulti = &Kind{
 
 // MultiKeys returns keys sorted, each once, or an error wrapping
 // ErrInvalidKey: none, an empty one, more than MaxMultiKeys, or keys of
-// several Cluster slots on a Cluster.
+// several Cluster slots on a Redlock whose nodes are Clusters.
 func (e *Engine) MultiKeys(keys []string) ([]string, error) {
 	if err := e.Usable(); err != nil {
 		return nil, err
@@ -65,11 +65,11 @@ func (e *Engine) MultiKeys(keys []string) ([]string, error) {
 	case len(sorted) > MaxMultiKeys:
 		return nil, fmt.Errorf("%w: %d keys, more than the %d one holding may have", ErrInvalidKey, len(sorted), MaxMultiKeys)
 	}
-	if e.clustered() {
+	if e.quorum != nil && e.clustered() {
 		first := slot.Of(sorted[0])
 		for _, key := range sorted[1:] {
 			if slot.Of(key) != first {
-				return nil, fmt.Errorf("%w: %s and %s are in different Cluster slots: give the keys one hash tag, as in {order}:a and {order}:b", ErrInvalidKey, QuoteKey(sorted[0]), QuoteKey(key))
+				return nil, fmt.Errorf("%w: %s and %s are in different Cluster slots, which a Redlock of Clusters does not take together: give the keys one hash tag, as in {order}:a and {order}:b", ErrInvalidKey, QuoteKey(sorted[0]), QuoteKey(key))
 			}
 		}
 	}
@@ -150,8 +150,8 @@ func decodeMulti(v any) (reply, bool) {
 	return r, ok1 && ok2
 }
 
-// multiTry makes one attempt a to take the locks of a multi-key holding;
-// as try, which it is for KindMulti.
+// multiTry makes one attempt a to take the locks of a multi-key holding in
+// one script; as try, which it is for KindMulti.
 func (e *Engine) multiTry(ctx context.Context, a attempt, cfg Config) (*Hold, reply, error) {
 	sent := time.Now()
 	o := e.multiOp(a)
@@ -163,17 +163,24 @@ func (e *Engine) multiTry(ctx context.Context, a attempt, cfg Config) (*Hold, re
 		}
 		return nil, r, err
 	}
-	n := len(a.keys) / 3
-	switch r.code {
-	case acquired:
+	if r.code == acquired {
 		h, err := e.hold(a, r, sent, cfg)
 		return h, r, err
-	case held:
-		return nil, r, fmt.Errorf("%w: %s, one of %d keys, is held by another holder%s", ErrNotObtained, quoteMultiKey(r.token), n, multiExpiresIn(r.value))
-	case wrongType:
-		return nil, r, fmt.Errorf("%w: %s, one of %d keys, is a key of another type, not a lock: nothing was taken", ErrWrongType, quoteMultiKey(r.token), n)
 	}
-	return nil, r, fmt.Errorf("dlock: acquire %s: unexpected reply code %d", QuoteKey(a.keys[0]), r.code)
+	return nil, r, multiRefusal(a, r)
+}
+
+// multiRefusal is the error of a multi-key acquire that did not take the
+// locks, with the reply r.
+func multiRefusal(a attempt, r reply) error {
+	n := len(a.keys) / 3
+	switch r.code {
+	case held:
+		return fmt.Errorf("%w: %s, one of %d keys, is held by another holder%s", ErrNotObtained, quoteMultiKey(r.token), n, multiExpiresIn(r.value))
+	case wrongType:
+		return fmt.Errorf("%w: %s, one of %d keys, is a key of another type, not a lock: nothing was taken", ErrWrongType, quoteMultiKey(r.token), n)
+	}
+	return fmt.Errorf("dlock: acquire %s: unexpected reply code %d", QuoteKey(a.keys[0]), r.code)
 }
 
 // quoteMultiKey quotes the key a multi-key acquire names: "" on a Redlock,

@@ -3,9 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/slot"
 	"github.com/dlock-go/dlock/internal/wake"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -17,7 +22,7 @@ func TestMultiScriptsLoad(t *testing.T) {
 	for name, s := range map[string]*script{
 		"multi_acquire": multiAcquireScript, "multi_release": multiReleaseScript,
 		"multi_refresh": multiRefreshScript, "multi_ttl": multiTTLScript,
-		"multi_raise_fence": multiRaiseFenceScript,
+		"multi_raise_fence": multiRaiseFenceScript, "multi_store_fence": multiStoreFenceScript,
 	} {
 		sha, err := rdb.ScriptLoad(context.Background(), s.src).Result()
 		if err != nil || sha != s.sha {
@@ -171,5 +176,101 @@ func TestMultiWaiterDelay(t *testing.T) {
 		if got := w.delay(1, reply{code: held, value: c.pttl}); got != c.want {
 			t.Errorf("%s: delay = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// The keys of a multi-key holding are grouped by Cluster slot, the groups
+// in ascending slot order, each keeping the order of the keys.
+func TestSlotGroups(t *testing.T) {
+	t.Parallel()
+	in := func(s int, name string) string { return "{" + slot.Tag(s) + "}" + name }
+	for _, c := range []struct {
+		keys []string
+		want [][]int
+	}{
+		{[]string{"a"}, [][]int{{0}}},
+		{[]string{"{x}a", "{x}b"}, [][]int{{0, 1}}},
+		{[]string{in(900, "a"), in(5, "b"), in(900, "c"), in(7, "d")}, [][]int{{1}, {3}, {0, 2}}},
+		{[]string{in(16383, "a"), in(0, "b")}, [][]int{{1}, {0}}},
+	} {
+		if got := slotGroups(c.keys); !slices.EqualFunc(got, c.want, slices.Equal) {
+			t.Errorf("slotGroups(%q) = %v, want %v", c.keys, got, c.want)
+		}
+		if got, want := spansSlots(c.keys), len(c.want) > 1; got != want {
+			t.Errorf("spansSlots(%q) = %v, want %v", c.keys, got, want)
+		}
+	}
+}
+
+// A slot part of an op has the keys of its positions, in each of the three
+// blocks, and the op's ARGV.
+func TestSlotPart(t *testing.T) {
+	t.Parallel()
+	e := &Engine{markerTTL: int64(60000)}
+	a := e.multiAttempt([]string{"a", "b", "c"}, time.Minute, Config{})
+	o := e.storeFenceOp(a, 42)
+	p := o.slotPart([]int{0, 2})
+	want := []string{a.keys[0], a.keys[2], a.keys[3], a.keys[5], a.keys[6], a.keys[8]}
+	if !slices.Equal(p.keys, want) {
+		t.Errorf("keys = %q, want %q", p.keys, want)
+	}
+	if got := fmt.Sprint(p.argv); got != fmt.Sprint(append([]any{"evalsha", multiStoreFenceScript.sha, 6, want[0], want[1], want[2], want[3], want[4], want[5]}, a.arg, int64(42))) {
+		t.Errorf("argv = %v", got)
+	}
+}
+
+// multi_store_fence.lua stores the fence on every key where it is larger,
+// once, and nothing when a lock is not the caller's.
+func TestMultiStoreFence(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t).Client()
+	n := newNode(rdb, ReplicaAck{}, batchLanes, nil)
+	e := &Engine{node: n, nodes: []*node{n}, markerTTL: int64(60000)}
+	ctx := context.Background()
+	a := e.multiAttempt([]string{"a", "b"}, time.Minute, Config{})
+	got, err := n.run(ctx, e.multiOp(a))
+	if err != nil || got.code != acquired {
+		t.Fatalf("acquire = %+v, %v", got, err)
+	}
+	fenceB := sideKey(fenceKind, "b")
+	high := got.value + 1000
+	if err := rdb.Set(ctx, fenceB, strconv.FormatInt(high+5, 10), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The store runs as a user allowed the holding's keys alone: a key it
+	// did not declare would be refused.
+	patterns := []any{"ACL", "SETUSER", "fencer", "on", "nopass", "resetkeys", "+@all"}
+	for _, key := range a.keys {
+		patterns = append(patterns, "~"+key)
+	}
+	if err := rdb.Do(ctx, patterns...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	opts := *rdb.Options()
+	opts.Username, opts.Password = "fencer", ""
+	fencer := redis.NewClient(&opts)
+	t.Cleanup(func() { _ = fencer.Close() })
+	fn := newNode(fencer, ReplicaAck{}, batchLanes, nil)
+	for range 2 { // a copy of the call changes nothing more
+		r, err := fn.run(ctx, e.storeFenceOp(a, high))
+		if err != nil || r.code != ours || r.value != high {
+			t.Fatalf("store fence = %+v, %v; want ours, %d", r, err, high)
+		}
+		if v := rdb.Get(ctx, sideKey(fenceKind, "a")).Val(); v != strconv.FormatInt(high, 10) {
+			t.Errorf("a's fence = %s, want %d", v, high)
+		}
+		if v := rdb.Get(ctx, fenceB).Val(); v != strconv.FormatInt(high+5, 10) {
+			t.Errorf("b's larger fence = %s, want it kept, %d", v, high+5)
+		}
+		if ttl := rdb.PTTL(ctx, sideKey(fenceKind, "a")).Val(); ttl <= 0 {
+			t.Errorf("a's fence expires in %v, want with the lock", ttl)
+		}
+	}
+	rdb.Set(ctx, "b", "other", time.Minute)
+	if r, err := n.run(ctx, e.storeFenceOp(a, high+100)); err != nil || r.code != notOurs {
+		t.Errorf("store fence with b taken = %+v, %v; want notOurs", r, err)
+	}
+	if v := rdb.Get(ctx, sideKey(fenceKind, "a")).Val(); v != strconv.FormatInt(high, 10) {
+		t.Errorf("a's fence = %s after a refused store, want %d", v, high)
 	}
 }
