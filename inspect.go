@@ -59,9 +59,11 @@ type LockInfo struct {
 	// quorum waiters leave no trace in Redis and are not counted.
 	Waiters int
 
-	// Kind is what the key holds: "lock" (Obtain), "semaphore"
-	// (Client.Semaphore) or "rwmutex" (Client.RWMutex); "" when it is not
-	// held.
+	// Kind is what the key holds: "lock" (Obtain), "multi" (one of the
+	// keys of one Lock of ObtainMulti), "semaphore" (Client.Semaphore) or
+	// "rwmutex" (Client.RWMutex); "" when it is not held. Every key of a
+	// "multi" holding shows the same Fingerprint, TTL and Fence: the keys
+	// that Scan finds with that Kind and Fingerprint are one holding.
 	Kind string
 
 	// Limit is a semaphore's limit, as its permits were taken with; 0 for
@@ -125,6 +127,9 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	info.TTL = pttlDuration(in.PTTL)
 	info.Kind, info.Limit = "lock", int(in.Limit)
 	if in.Holders == nil {
+		if engine.IsMultiToken(in.Token) {
+			info.Kind = "multi"
+		}
 		return info, nil
 	}
 	info.Kind = in.Kind

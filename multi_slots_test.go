@@ -116,8 +116,8 @@ func TestObtainMultiSlots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !info.Held || info.Fingerprint != lock.Fingerprint() || info.Fence != lock.Fence() {
-				t.Errorf("Inspect(%s) = held %v, fingerprint %q, fence %d; want the Lock's, %q and %d", key, info.Held, info.Fingerprint, info.Fence, lock.Fingerprint(), lock.Fence())
+			if !info.Held || info.Kind != "multi" || info.Fingerprint != lock.Fingerprint() || info.Fence != lock.Fence() {
+				t.Errorf("Inspect(%s) = held %v, kind %q, fingerprint %q, fence %d; want the Lock's, \"multi\", %q and %d", key, info.Held, info.Kind, info.Fingerprint, info.Fence, lock.Fingerprint(), lock.Fence())
 			}
 			if _, err := locker.TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
 				t.Errorf("TryObtain(%s) of a key the Lock holds = %v, want ErrNotObtained", key, err)

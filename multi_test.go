@@ -50,6 +50,12 @@ func TestObtainMultiHoldsEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryObtainMulti: %v", err)
 	}
+	// A lock's key, beside them, shows Kind "lock".
+	single := mustObtain(t, locker, testenv.Key(t)+":single", time.Minute)
+	plain, err := locker.Inspect(ctx, single.Key())
+	if err != nil || plain.Kind != "lock" || plain.HolderName == "" {
+		t.Fatalf("Inspect of a lock = kind %q, holder name %q, %v; want \"lock\" and a name", plain.Kind, plain.HolderName, err)
+	}
 	if got, want := lock.Key(), keys[1]; got != want {
 		t.Errorf("Key = %q, want the first of the sorted keys, %q", got, want)
 	}
@@ -66,6 +72,9 @@ func TestObtainMultiHoldsEveryKey(t *testing.T) {
 		}
 		if !info.Held || info.Fingerprint != lock.Fingerprint() || info.Fence != lock.Fence() {
 			t.Errorf("Inspect(%s) = held %v, fingerprint %q, fence %d; want the Lock's, %q and %d", key, info.Held, info.Fingerprint, info.Fence, lock.Fingerprint(), lock.Fence())
+		}
+		if info.Kind != "multi" || info.HolderName != plain.HolderName {
+			t.Errorf("Inspect(%s) = kind %q, holder name %q; want \"multi\" and a lock's, %q", key, info.Kind, info.HolderName, plain.HolderName)
 		}
 		if _, err := locker.TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
 			t.Errorf("TryObtain(%s) of a key the Lock holds = %v, want ErrNotObtained", key, err)

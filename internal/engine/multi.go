@@ -106,7 +106,7 @@ func multiScriptKeys(keys []string, token string) []string {
 // multiAttempt returns an attempt to take the locks of the sorted keys, with
 // a fresh token.
 func (e *Engine) multiAttempt(keys []string, ttl time.Duration, cfg Config) attempt {
-	token := cfg.newToken()
+	token := cfg.newMultiToken()
 	return attempt{kind: KindMulti, keys: multiScriptKeys(keys, token), token: token, arg: token, ttl: ttl, rel: e.releaseSetting()}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -272,5 +273,27 @@ func TestMultiStoreFence(t *testing.T) {
 	}
 	if v := rdb.Get(ctx, sideKey(fenceKind, "a")).Val(); v != strconv.FormatInt(high, 10) {
 		t.Errorf("a's fence = %s after a refused store, want %d", v, high)
+	}
+}
+
+// The token of a multi-key holding is marked as one, and still tells its
+// holder's name and value; a lock's is not.
+func TestMultiToken(t *testing.T) {
+	t.Parallel()
+	cfg := Config{HolderSuffix: HolderSuffix("host:1"), ValueSuffix: ValueSuffix("v.2")}
+	multi, lock := cfg.newMultiToken(), cfg.newToken()
+	if !IsMultiToken(multi) || IsMultiToken(lock) || IsMultiToken(newToken()) || IsMultiToken("") {
+		t.Errorf("IsMultiToken(%q, %q) = %v, %v; want true, false", multi, lock, IsMultiToken(multi), IsMultiToken(lock))
+	}
+	for _, token := range []string{multi, lock} {
+		if holder, value := SplitToken(token); holder != "host:1" || value != "v.2" {
+			t.Errorf("SplitToken(%q) = %q, %q; want host:1, v.2", token, holder, value)
+		}
+	}
+	if holder, value := SplitToken(Config{}.newMultiToken()); holder != "" || value != "" {
+		t.Errorf("SplitToken of a bare multi token = %q, %q", holder, value)
+	}
+	if strings.ContainsAny(multi, ":") {
+		t.Errorf("a multi token holds a colon: %q", multi)
 	}
 }

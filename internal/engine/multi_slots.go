@@ -48,10 +48,13 @@ func (e *Engine) multiTrySlots(ctx context.Context, a attempt, groups [][]int, c
 	sent := time.Now()
 	whole := e.multiOp(a)
 	a.keyArgs = whole.keyArgs() // for the Hold's calls, and for the take-back
-	whole.acq = a               // a late reply takes back every group (see callBounded)
 	var fence int64
 	for i, group := range groups {
-		r, err := e.call(ctx, whole.slotPart(group))
+		part := whole.slotPart(group)
+		// What a late reply, or too few replicas (WithReplicaAck), takes
+		// back: this group; the groups before it are taken back below.
+		part.acq.keys, part.acq.keyArgs = part.keys, nil
+		r, err := e.call(ctx, part)
 		if err == nil && r.code == acquired {
 			fence = max(fence, r.value)
 			continue
