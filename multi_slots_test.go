@@ -341,6 +341,36 @@ func TestObtainMultiSlots(t *testing.T) {
 		free(ctx, t, keys...)
 	})
 
+	t.Run("bad input", func(t *testing.T) {
+		ctx := testenv.Timeout(t, 20*time.Second)
+		keys := slotKeys(t)
+		for _, c := range []struct {
+			name string
+			keys []string
+			opts []dlock.ObtainOption
+			want error
+		}{
+			{"empty key", append(slices.Clone(keys), ""), nil, dlock.ErrInvalidKey},
+			{"fair", keys, []dlock.ObtainOption{dlock.WithFair()}, dlock.ErrInvalidOption},
+			{"record", keys, []dlock.ObtainOption{dlock.AsRecord()}, dlock.ErrInvalidOption},
+		} {
+			if _, err := locker.ObtainMulti(ctx, c.keys, time.Minute, c.opts...); !errors.Is(err, c.want) {
+				t.Errorf("%s: ObtainMulti = %v, want %v", c.name, err, c.want)
+			}
+		}
+		free(ctx, t, keys...)
+		// A Redlock whose node is a Cluster takes keys of one slot only.
+		redlock, err := dlock.NewRedlock([]redis.UniversalClient{rdb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer redlock.Close()
+		if _, err := redlock.TryObtainMulti(ctx, keys, time.Minute); !errors.Is(err, dlock.ErrInvalidKey) {
+			t.Errorf("TryObtainMulti of keys in several slots on a Redlock of a Cluster = %v, want ErrInvalidKey", err)
+		}
+		free(ctx, t, keys...)
+	})
+
 	t.Run("one slot", func(t *testing.T) {
 		ctx := testenv.Timeout(t, 20*time.Second)
 		keys := []string{keyInSlot(t, slotB, "x"), keyInSlot(t, slotB, "y")}
@@ -364,10 +394,10 @@ func TestObtainMultiSlotsPaused(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.NewCluster(t, 3, 0)
 	rdb := cluster.Client() // go-redis's defaults: MaxRetries 3, ReadTimeout 5 s
-	locker := dlock.New(rdb)
-	t.Cleanup(func() { locker.Close() })
+	first := dlock.New(rdb)
+	t.Cleanup(func() { first.Close() })
 	keys := slotKeys(t)
-	warm, err := locker.TryObtainMulti(context.Background(), keys, time.Minute)
+	warm, err := first.TryObtainMulti(context.Background(), keys, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,15 +407,19 @@ func TestObtainMultiSlotsPaused(t *testing.T) {
 
 	paused := cluster.PrimaryOfSlot(slotB)
 	paused.Pause()
-	_, err = locker.TryObtainMulti(testenv.Timeout(t, 300*time.Millisecond), keys, time.Minute)
+	_, err = first.TryObtainMulti(testenv.Timeout(t, 300*time.Millisecond), keys, time.Minute)
 	if !errors.Is(err, dlock.ErrOutcomeUnknown) {
 		t.Errorf("TryObtainMulti with a primary paused = %v, want ErrOutcomeUnknown", err)
 	}
 	time.Sleep(testenv.ResendPause) // go-redis sends the script again meanwhile
 	paused.Resume()
+	first.Close() // waits for the take-back in the background
 	ctx := testenv.Timeout(t, 30*time.Second)
-	testenv.Eventually(t, 20*time.Second, "the take-back", func() bool { return existing(ctx, rdb, keys) == 0 })
+	if n := existing(ctx, rdb, keys); n != 0 {
+		t.Errorf("%d of the keys are left after the take-back", n)
+	}
 
+	locker := lockenv.Locker(t, rdb)
 	lock, err := locker.TryObtainMulti(ctx, keys, time.Second, dlock.WithAutoRenew(true))
 	if err != nil {
 		t.Fatal(err)

@@ -110,7 +110,7 @@ func (e *Engine) storeFenceOp(a attempt, fence int64) op {
 
 // refreshSlotted refreshes, for the renewer, the multi-key holdings among
 // locks whose keys are in several Cluster slots, each with its own calls
-// (see runPerSlot), in a goroutine that wg waits for, and returns the other
+// (see runPerSlot), in goroutines that wg waits for, and returns the other
 // locks, for one pipeline per server.
 func (e *Engine) refreshSlotted(ctx context.Context, wg *sync.WaitGroup, locks []*renewedHold, record func([]*renewedHold, []renew.Result)) []*renewedHold {
 	var slotted []*renewedHold
@@ -128,8 +128,8 @@ func (e *Engine) refreshSlotted(ctx context.Context, wg *sync.WaitGroup, locks [
 	if slotted == nil {
 		return locks
 	}
-	wg.Go(func() {
-		for _, l := range slotted {
+	for _, l := range slotted {
+		wg.Go(func() { // each apart: a primary that does not answer holds up its own holdings only
 			h := l.lock()
 			var res renew.Result
 			r, err := e.run(ctx, h.refreshOp(l.renewal.Sent()))
@@ -142,7 +142,7 @@ func (e *Engine) refreshSlotted(ctx context.Context, wg *sync.WaitGroup, locks [
 				h.end(ErrReleased) // by a Release whose answer did not come back
 			}
 			record([]*renewedHold{l}, []renew.Result{res})
-		}
-	})
+		})
+	}
 	return rest
 }
