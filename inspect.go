@@ -62,9 +62,13 @@ type LockInfo struct {
 	// Kind is what the key holds: "lock" (Obtain), "multi" (one of the
 	// keys of one Lock of ObtainMulti), "semaphore" (Client.Semaphore) or
 	// "rwmutex" (Client.RWMutex); "" when it is not held. Every key of a
-	// "multi" holding shows the same Fingerprint, TTL and Fence: the keys
-	// that Scan finds with that Kind and Fingerprint are one holding.
+	// "multi" holding shows the same Fingerprint and Fence.
 	Kind string
+
+	// Keys are all of the keys of a "multi" holding, this one among them,
+	// sorted: the holding is one Lock over all of them. nil for the other
+	// kinds, and when the holding ended meanwhile.
+	Keys []string
 
 	// Limit is a semaphore's limit, as its permits were taken with; 0 for
 	// the other kinds.
@@ -108,7 +112,8 @@ type HolderInfo struct {
 func (h HolderInfo) Value() string { return h.value }
 
 // Inspect reports the state of the lock, semaphore or RW lock named key,
-// whoever holds it, in one round trip. It changes nothing. A key of another
+// whoever holds it, in one round trip (two for a key of a multi-key
+// holding, whose other keys it reads too). It changes nothing. A key of another
 // type gives ErrWrongType.
 func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	if err := c.checkKey(key); err != nil {
@@ -129,6 +134,9 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	if in.Holders == nil {
 		if engine.IsMultiToken(in.Token) {
 			info.Kind = "multi"
+			if info.Keys, err = c.e.HoldingKeys(ctx, key, in.Token); err != nil {
+				return LockInfo{}, err
+			}
 		}
 		return info, nil
 	}

@@ -59,7 +59,8 @@ func (c *Client) TryObtainMulti(ctx context.Context, keys []string, ttl time.Dur
 // the keys, and each key records it: a resource guarded by the fence of any
 // one of the keys refuses an earlier holder of that key. Inspect shows each
 // key held, of Kind "multi", with the same Fingerprint and fence on every
-// key; the CLI's list shows the keys of one holding on one line.
+// key, and all of the keys (LockInfo.Keys); the CLI's status and list show
+// them as one holding.
 //
 // A waiter listens for the release of every one of the keys, as Obtain
 // does, and tries again when any is released, when the longest remaining

@@ -119,6 +119,9 @@ func TestObtainMultiSlots(t *testing.T) {
 			if !info.Held || info.Kind != "multi" || info.Fingerprint != lock.Fingerprint() || info.Fence != lock.Fence() {
 				t.Errorf("Inspect(%s) = held %v, kind %q, fingerprint %q, fence %d; want the Lock's, \"multi\", %q and %d", key, info.Held, info.Kind, info.Fingerprint, info.Fence, lock.Fingerprint(), lock.Fence())
 			}
+			if want := slices.Sorted(slices.Values(keys)); !slices.Equal(info.Keys, want) {
+				t.Errorf("Inspect(%s).Keys = %q, want every key of the Lock, %q", key, info.Keys, want)
+			}
 			if _, err := locker.TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
 				t.Errorf("TryObtain(%s) of a key the Lock holds = %v, want ErrNotObtained", key, err)
 			}
@@ -127,6 +130,11 @@ func TestObtainMultiSlots(t *testing.T) {
 			t.Fatalf("Release: %v", err)
 		}
 		free(ctx, t, keys...)
+		for _, key := range keys {
+			if n := rdb.Exists(ctx, "dlock:multi:"+key).Val(); n != 0 {
+				t.Errorf("the holding key of %s is left after the Release", key)
+			}
+		}
 		if err := lock.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
 			t.Errorf("a second Release = %v, want ErrNotHeld", err)
 		}

@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -53,8 +54,8 @@ func TestObtainMultiHoldsEveryKey(t *testing.T) {
 	// A lock's key, beside them, shows Kind "lock".
 	single := mustObtain(t, locker, testenv.Key(t)+":single", time.Minute)
 	plain, err := locker.Inspect(ctx, single.Key())
-	if err != nil || plain.Kind != "lock" || plain.HolderName == "" {
-		t.Fatalf("Inspect of a lock = kind %q, holder name %q, %v; want \"lock\" and a name", plain.Kind, plain.HolderName, err)
+	if err != nil || plain.Kind != "lock" || plain.HolderName == "" || plain.Keys != nil {
+		t.Fatalf("Inspect of a lock = kind %q, holder name %q, keys %q, %v; want \"lock\", a name and no keys", plain.Kind, plain.HolderName, plain.Keys, err)
 	}
 	if got, want := lock.Key(), keys[1]; got != want {
 		t.Errorf("Key = %q, want the first of the sorted keys, %q", got, want)
@@ -73,8 +74,8 @@ func TestObtainMultiHoldsEveryKey(t *testing.T) {
 		if !info.Held || info.Fingerprint != lock.Fingerprint() || info.Fence != lock.Fence() {
 			t.Errorf("Inspect(%s) = held %v, fingerprint %q, fence %d; want the Lock's, %q and %d", key, info.Held, info.Fingerprint, info.Fence, lock.Fingerprint(), lock.Fence())
 		}
-		if info.Kind != "multi" || info.HolderName != plain.HolderName {
-			t.Errorf("Inspect(%s) = kind %q, holder name %q; want \"multi\" and a lock's, %q", key, info.Kind, info.HolderName, plain.HolderName)
+		if info.Kind != "multi" || info.HolderName != plain.HolderName || !slices.Equal(info.Keys, slices.Sorted(slices.Values(keys))) {
+			t.Errorf("Inspect(%s) = kind %q, holder name %q, keys %q; want \"multi\", a lock's, %q, and every key", key, info.Kind, info.HolderName, info.Keys, plain.HolderName)
 		}
 		if _, err := locker.TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
 			t.Errorf("TryObtain(%s) of a key the Lock holds = %v, want ErrNotObtained", key, err)
@@ -417,6 +418,9 @@ func TestObtainMultiRedlock(t *testing.T) {
 	}
 	if f := lock.Fence(); f <= earlier {
 		t.Errorf("Fence = %d, want above %d", f, earlier)
+	}
+	if info, err := e.locker.Inspect(ctx, "x"); err != nil || info.Kind != "multi" || !slices.Equal(info.Keys, keys) {
+		t.Errorf("Inspect(x) on a quorum = kind %q, keys %q, %v; want \"multi\" and %q", info.Kind, info.Keys, err, keys)
 	}
 	if _, err := e.locker.TryObtainMulti(ctx, []string{"y", "z"}, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
 		t.Errorf("TryObtainMulti of a held key = %v, want ErrNotObtained", err)

@@ -36,9 +36,9 @@ type lockJSON struct {
 	What string `json:"what,omitempty"`
 	// Record is true for a package's record rather than a lock (list --all)
 	Record bool `json:"record,omitempty"`
-	// With are the other keys of a "multi" holding that list found held by
-	// the same holder (dlock.Client.ObtainMulti, dlock run --key ... --key)
-	With []string `json:"with,omitempty"`
+	// Keys are all of the keys of a "multi" holding, this one among them
+	// (dlock.Client.ObtainMulti, dlock run --key ... --key)
+	Keys []string `json:"keys,omitempty"`
 }
 
 // holderJSON is one holder of a semaphore or an RW lock.
@@ -61,6 +61,7 @@ func toJSON(info dlock.LockInfo) lockJSON {
 		Kind:      info.Kind,
 		Limit:     info.Limit,
 		Name:      info.HolderName,
+		Keys:      info.Keys,
 	}
 	if !info.Since.IsZero() {
 		j.Since = info.Since.UTC().Format(time.RFC3339Nano)
@@ -167,7 +168,11 @@ func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
 	fmt.Fprintf(tw, "summary:\t%s\n", heldBy(info, time.Now()))
 	fmt.Fprintf(tw, "kind:\t%s\n", info.Kind)
 	if info.Kind == "multi" {
-		fmt.Fprintf(tw, "holding:\tone of several keys held as one lock, each with this holder and fence (dlock list shows them on one line)\n")
+		quoted := make([]string, len(info.Keys))
+		for i, key := range info.Keys {
+			quoted[i] = strconv.Quote(key)
+		}
+		fmt.Fprintf(tw, "keys:\t%s, held as one lock, each with this holder and fence\n", strings.Join(quoted, " "))
 	}
 	if info.Kind == "semaphore" {
 		fmt.Fprintf(tw, "limit:\t%d\n", info.Limit)
@@ -205,16 +210,10 @@ func listLocks(ctx context.Context, w io.Writer, t target, pattern string, all, 
 	}
 	if asJSON {
 		out := make([]lockJSON, 0, len(locks))
-		holdings := multiHoldings(locks)
 		for _, info := range locks {
 			j := toJSON(info)
 			role := roleOf(info.Key)
 			j.What, j.Record = role.what, role.record
-			for _, key := range holdings[info.Fingerprint] {
-				if key != info.Key {
-					j.With = append(j.With, key)
-				}
-			}
 			out = append(out, j)
 		}
 		return json.NewEncoder(w).Encode(out)
@@ -486,7 +485,7 @@ Lists the locks taken by dlock that are held now, with their remaining time
 to live, fence, holder (a fingerprint of the holder's token, as status
 shows it) and their number of waiters. The keys of one lock of several keys
 (dlock run --key a --key b, or a program's ObtainMulti; kind multi) share
-one line; in --json each has its own entry, whose "with" names the others. It walks the keyspace with SCAN (never KEYS, which would block
+one line; in --json each has its own entry, whose "keys" lists them all. It walks the keyspace with SCAN (never KEYS, which would block
 Redis), on every primary of a Cluster; locks taken or released meanwhile
 may be missed. Locks taken by other clients with a plain SET NX are not
 listed. On a Redlock quorum (several --redis), it scans every server that

@@ -144,8 +144,8 @@ func TestList(t *testing.T) {
 	}
 }
 
-// The keys of one lock of several keys show kind multi in status, share
-// one line in list, and name each other in list --json.
+// The keys of one lock of several keys show kind multi and all the keys in
+// status, share one line in list, and list all the keys in list --json.
 func TestListMulti(t *testing.T) {
 	srv, single := heldLock(t, "m:z")
 	locker := dlock.New(srv.Client())
@@ -156,8 +156,8 @@ func TestListMulti(t *testing.T) {
 	}
 
 	code, out, errOut := runCLI(t, "status", "--redis", srv.URL(), "m:b")
-	if code != exitOK || !regexp.MustCompile(`kind:\s+multi`).MatchString(out) || !strings.Contains(out, "holding:") || !strings.Contains(out, lock.Fingerprint()) {
-		t.Errorf("status of a key of a multi-key lock = %d, %q, %q; want kind multi, its holding and holder", code, out, errOut)
+	if code != exitOK || !regexp.MustCompile(`kind:\s+multi`).MatchString(out) || !regexp.MustCompile(`keys:\s+"m:a" "m:b" "m:c"`).MatchString(out) || !strings.Contains(out, lock.Fingerprint()) {
+		t.Errorf("status of a key of a multi-key lock = %d, %q, %q; want kind multi, its keys and holder", code, out, errOut)
 	}
 	code, out, errOut = runCLI(t, "list", "--redis", srv.URL(), "--match", "m:*")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -191,10 +191,10 @@ func TestListMulti(t *testing.T) {
 	}
 	for _, j := range all {
 		switch {
-		case j.Key == "m:z" && (j.Kind != "lock" || j.With != nil):
+		case j.Key == "m:z" && (j.Kind != "lock" || j.Keys != nil):
 			t.Errorf("list --json of the lock = %+v", j)
-		case j.Key != "m:z" && (j.Kind != "multi" || len(j.With) != 2 || slices.Contains(j.With, j.Key)):
-			t.Errorf("list --json of %s = %+v; want kind multi, with the 2 other keys", j.Key, j)
+		case j.Key != "m:z" && (j.Kind != "multi" || !slices.Equal(j.Keys, []string{"m:a", "m:b", "m:c"})):
+			t.Errorf("list --json of %s = %+v; want kind multi, with every key", j.Key, j)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,13 +30,18 @@ import (
 // several slots.
 //
 // The holding's KEYS, for every one of its scripts (multi_*.lua): the lock
-// keys, their fence keys, then their release markers for the holder's
-// token. Its kind's scripts take them all (Kind.scriptKeys), so that
+// keys, their fence keys, their release markers for the holder's token,
+// then their holding keys, which tell Inspect the holding's keys (see
+// HoldingKeys). Its kind's scripts take them all (Kind.scriptKeys), so that
 // Release, Refresh, ReleaseAfter, TTL, the renewer's pipelined refresh and
 // a Redlock's fence work on it as on any holding.
 
 // MaxMultiKeys is how many distinct keys one multi-key holding may have.
 const MaxMultiKeys = 64
+
+// holdingKind is the kind of the side key that holds, while a multi-key
+// holding lasts, its token and all of its keys (see HoldingKeys).
+const holdingKind = "multi"
 
 // KindMulti is the kind of the holdings of ObtainMulti and TryObtainMulti.
 var KindMulti = &Kind{
@@ -89,18 +96,61 @@ func (e *Engine) clustered() bool {
 
 // multiScriptKeys returns the KEYS of the scripts of a multi-key holding
 // of the sorted lock keys by the holder token: the keys, their fence keys,
-// and their release markers, dlock:freed<the fence key's rest>:<token>,
-// as release.lua names a lock's.
+// their release markers, dlock:freed<the fence key's rest>:<token>, as
+// release.lua names a lock's, and their holding keys.
 func multiScriptKeys(keys []string, token string) []string {
 	n := len(keys)
-	all := make([]string, 3*n)
+	all := make([]string, multiBlocks*n)
 	copy(all, keys)
 	for i, key := range keys {
 		fence := sideKey(fenceKind, key)
 		all[n+i] = fence
 		all[2*n+i] = "dlock:freed" + fence[len("dlock:"+fenceKind):] + ":" + token
+		all[3*n+i] = sideKey(holdingKind, key)
 	}
 	return all
+}
+
+// multiLockKeys returns the lock keys among keys, the KEYS of a multi-key
+// holding's scripts.
+func multiLockKeys(keys []string) []string { return keys[:len(keys)/multiBlocks] }
+
+// encodeHolding returns what the holding keys of a multi-key holding of
+// the lock keys by token hold: the token, then each key as ':' length ':'
+// key (a token has no colon; a key may have anything).
+func encodeHolding(token string, keys []string) string {
+	var b strings.Builder
+	b.WriteString(token)
+	for _, key := range keys {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(len(key)))
+		b.WriteByte(':')
+		b.WriteString(key)
+	}
+	return b.String()
+}
+
+// decodeHolding returns the keys that v, a holding key's value, lists if
+// it is the holding of token; false if it is another's, or no holding.
+func decodeHolding(v, token string) ([]string, bool) {
+	rest, ok := strings.CutPrefix(v, token)
+	if !ok {
+		return nil, false
+	}
+	var keys []string
+	for rest != "" {
+		if rest, ok = strings.CutPrefix(rest, ":"); !ok {
+			return nil, false
+		}
+		size, after, ok := strings.Cut(rest, ":")
+		n, err := strconv.Atoi(size)
+		if !ok || err != nil || n < 0 || n > len(after) {
+			return nil, false
+		}
+		keys = append(keys, after[:n])
+		rest = after[n:]
+	}
+	return keys, len(keys) > 0
 }
 
 // multiAttempt returns an attempt to take the locks of the sorted keys, with
@@ -115,12 +165,13 @@ type multiAcquireArgv struct {
 	holder    any
 	ttl       int64  // milliseconds
 	fenceless string // "1" on a Redlock node, else ""
+	holding   string // what the holding keys hold (encodeHolding)
 }
 
-func (multiAcquireArgv) count() int { return 3 }
+func (multiAcquireArgv) count() int { return 4 }
 
 func (a multiAcquireArgv) appendTo(args []any) []any {
-	return append(args, a.holder, a.ttl, a.fenceless)
+	return append(args, a.holder, a.ttl, a.fenceless, a.holding)
 }
 
 // multiOp returns the acquire of the multi-key attempt a.
@@ -130,7 +181,8 @@ func (e *Engine) multiOp(a attempt) op {
 	if e.quorum != nil {
 		fenceless = "1"
 	}
-	return withArgs(o, multiAcquireScript, nil, multiAcquireArgv{holder: a.arg, ttl: a.ttl.Milliseconds(), fenceless: fenceless})
+	holding := encodeHolding(a.token, multiLockKeys(a.keys))
+	return withArgs(o, multiAcquireScript, nil, multiAcquireArgv{holder: a.arg, ttl: a.ttl.Milliseconds(), fenceless: fenceless, holding: holding})
 }
 
 // decodeMulti reads multi_acquire.lua's reply: {code, value[, key]}, the
@@ -173,7 +225,7 @@ func (e *Engine) multiTry(ctx context.Context, a attempt, cfg Config) (*Hold, re
 // multiRefusal is the error of a multi-key acquire that did not take the
 // locks, with the reply r.
 func multiRefusal(a attempt, r reply) error {
-	n := len(a.keys) / 3
+	n := len(multiLockKeys(a.keys))
 	switch r.code {
 	case held:
 		return fmt.Errorf("%w: %s, one of %d keys, is held by another holder%s", ErrNotObtained, quoteMultiKey(r.token), n, multiExpiresIn(r.value))

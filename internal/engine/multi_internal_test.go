@@ -211,11 +211,15 @@ func TestSlotPart(t *testing.T) {
 	a := e.multiAttempt([]string{"a", "b", "c"}, time.Minute, Config{})
 	o := e.storeFenceOp(a, 42)
 	p := o.slotPart([]int{0, 2})
-	want := []string{a.keys[0], a.keys[2], a.keys[3], a.keys[5], a.keys[6], a.keys[8]}
+	want := []string{a.keys[0], a.keys[2], a.keys[3], a.keys[5], a.keys[6], a.keys[8], a.keys[9], a.keys[11]}
 	if !slices.Equal(p.keys, want) {
 		t.Errorf("keys = %q, want %q", p.keys, want)
 	}
-	if got := fmt.Sprint(p.argv); got != fmt.Sprint(append([]any{"evalsha", multiStoreFenceScript.sha, 6, want[0], want[1], want[2], want[3], want[4], want[5]}, a.arg, int64(42))) {
+	wantArgv := []any{"evalsha", multiStoreFenceScript.sha, len(want)}
+	for _, key := range want {
+		wantArgv = append(wantArgv, key)
+	}
+	if got := fmt.Sprint(p.argv); got != fmt.Sprint(append(wantArgv, a.arg, int64(42))) {
 		t.Errorf("argv = %v", got)
 	}
 }
@@ -295,5 +299,29 @@ func TestMultiToken(t *testing.T) {
 	}
 	if strings.ContainsAny(multi, ":") {
 		t.Errorf("a multi token holds a colon: %q", multi)
+	}
+}
+
+// A holding key's value names the holding's token and lists its keys,
+// whatever they hold; another token's, or no holding, lists none.
+func TestHoldingEncoding(t *testing.T) {
+	t.Parallel()
+	for _, keys := range [][]string{
+		{"a"},
+		{"{x}:a", "{x}:b"},
+		{"a:1:b", "", "new\nline", "\x00\xff", "12:34"},
+	} {
+		v := encodeHolding("tok", keys)
+		if got, ok := decodeHolding(v, "tok"); !ok || !slices.Equal(got, keys) {
+			t.Errorf("decodeHolding(%q) = %q, %v; want %q", v, got, ok, keys)
+		}
+		if got, ok := decodeHolding(v, "to"); ok {
+			t.Errorf("decodeHolding(%q) of another token = %q", v, got)
+		}
+	}
+	for _, v := range []string{"", "tok", "tok:", "tok:x:a", "tok:5:a", "tok:1:ab", "tok:-1:a", "tok:1:a:"} {
+		if got, ok := decodeHolding(v, "tok"); ok {
+			t.Errorf("decodeHolding(%q) = %q, want none", v, got)
+		}
 	}
 }

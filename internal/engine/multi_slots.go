@@ -34,7 +34,7 @@ import (
 // (multiTrySlots), else in one script (multiTry).
 func (e *Engine) takeMulti(ctx context.Context, a attempt, cfg Config) (*Hold, reply, error) {
 	if e.cluster {
-		if groups := slotGroups(a.keys[:len(a.keys)/3]); len(groups) > 1 {
+		if groups := slotGroups(multiLockKeys(a.keys)); len(groups) > 1 {
 			return e.multiTrySlots(ctx, a, groups, cfg)
 		}
 	}
@@ -78,7 +78,7 @@ func (e *Engine) multiTrySlots(ctx context.Context, a attempt, groups [][]int, c
 	case r.code != ours:
 		// A group expired or was taken since its acquire; the groups still
 		// ours are released (see runPerSlot).
-		return nil, r, fmt.Errorf("%w: a key of %s and %d more was lost before all of them were taken", ErrNotObtained, QuoteKey(a.keys[0]), len(a.keys)/3-1)
+		return nil, r, fmt.Errorf("%w: a key of %s and %d more was lost before all of them were taken", ErrNotObtained, QuoteKey(a.keys[0]), len(multiLockKeys(a.keys))-1)
 	}
 	h, err := e.hold(a, reply{code: acquired, value: fence}, sent, cfg)
 	return h, r, err
@@ -116,7 +116,7 @@ func (e *Engine) refreshSlotted(ctx context.Context, wg *sync.WaitGroup, locks [
 	var slotted []*renewedHold
 	rest := locks
 	for i, l := range locks {
-		if l.kind.allKeys && spansSlots(l.keys[:len(l.keys)/3]) {
+		if l.kind.allKeys && spansSlots(multiLockKeys(l.keys)) {
 			if slotted == nil {
 				rest = slices.Clone(locks[:i])
 			}

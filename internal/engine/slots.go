@@ -13,6 +13,11 @@ import (
 // Redis Cluster run once per slot, each on the keys of its slot, and their
 // replies combine into one (see multi_slots.go).
 
+// multiBlocks is how many KEYS a multi-key holding's scripts take per lock
+// key: the key, its fence key, its release marker, its holding key (see
+// multi.go).
+const multiBlocks = 4
+
 // slotGroups returns the positions of keys grouped by Cluster slot, the
 // groups in ascending order of their slot, the positions in each in the
 // order of keys.
@@ -46,13 +51,13 @@ func spansSlots(keys []string) bool {
 	return false
 }
 
-// slotPart returns o, an op of a multi-key holding (KEYS: the lock keys,
-// their fence keys, their markers), for the lock keys at the positions
-// group only, with the same ARGV.
+// slotPart returns o, an op of a multi-key holding (KEYS: multiBlocks
+// blocks, the lock keys, their fence keys...), for the lock keys at the
+// positions group only, with the same ARGV.
 func (o op) slotPart(group []int) op {
-	n := len(o.keys) / 3
-	keys := make([]string, 0, 3*len(group))
-	for block := range 3 {
+	n := len(o.keys) / multiBlocks
+	keys := make([]string, 0, multiBlocks*len(group))
+	for block := range multiBlocks {
 		for _, i := range group {
 			keys = append(keys, o.keys[block*n+i])
 		}
@@ -76,7 +81,7 @@ func (o op) slotPart(group []int) op {
 // releasedBefore when some group was released by another release of the
 // holding; an error when a group did not answer and none was found lost.
 func (e *Engine) runPerSlot(ctx context.Context, o op) (reply, error) {
-	n := len(o.keys) / 3
+	n := len(o.keys) / multiBlocks
 	if n == 0 || !spansSlots(o.keys[:n]) {
 		return e.node.run(ctx, o)
 	}

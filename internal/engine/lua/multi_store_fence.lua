@@ -5,8 +5,8 @@
 -- them, and every key must record it, so that the next holder of any key
 -- gets a larger one.
 --
--- KEYS[1..3n]  as in multi_acquire.lua: the lock keys of one slot, their
---              fence keys, their release markers (unused)
+-- KEYS[1..4n]  as in multi_acquire.lua: the lock keys of one slot, their
+--              fence keys, their release markers and holding keys (unused)
 -- ARGV[1]      the caller's token
 -- ARGV[2]      the holding's fence
 --
@@ -15,7 +15,7 @@
 -- caller's, and then nothing is written.
 --
 -- A copy of the call finds the fence stored, and writes nothing again.
-local n = #KEYS / 3
+local n = #KEYS / 4
 for i = 1, n do
   if redis.pcall('GET', KEYS[i]) ~= ARGV[1] then
     return {0, 0}
