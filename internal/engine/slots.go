@@ -43,8 +43,12 @@ func slotGroups(keys []string) [][]int {
 
 // spansSlots reports whether keys are in more than one Cluster slot.
 func spansSlots(keys []string) bool {
-	for _, key := range keys[min(1, len(keys)):] {
-		if slot.Of(key) != slot.Of(keys[0]) {
+	if len(keys) < 2 {
+		return false
+	}
+	first := slot.Of(keys[0])
+	for _, key := range keys[1:] {
+		if slot.Of(key) != first {
 			return true
 		}
 	}
