@@ -81,7 +81,9 @@
 // keeps the last fence while the lock lives (on a Redlock, it is empty until
 // the first Lock.Fence), and its name is also the channel a release is
 // published on; in fair mode "dlock:queue..." and
-// "dlock:lease..." hold the waiters, and expire when nobody waits. A
+// "dlock:lease..." hold the waiters, and expire when nobody waits; a
+// multi-key holding (ObtainMulti) keeps its keys in "dlock:multi..." beside
+// each of them while it lasts, for Inspect. A
 // release leaves "dlock:freed..." followed by the key and the token for as
 // long as go-redis may send it again (44 s with its default options), so
 // that a copy sent again knows its own release; a ForceRelease leaves

@@ -59,10 +59,16 @@ type LockInfo struct {
 	// quorum waiters leave no trace in Redis and are not counted.
 	Waiters int
 
-	// Kind is what the key holds: "lock" (Obtain), "semaphore"
-	// (Client.Semaphore) or "rwmutex" (Client.RWMutex); "" when it is not
-	// held.
+	// Kind is what the key holds: "lock" (Obtain), "multi" (one of the
+	// keys of one Lock of ObtainMulti), "semaphore" (Client.Semaphore) or
+	// "rwmutex" (Client.RWMutex); "" when it is not held. Every key of a
+	// "multi" holding shows the same Fingerprint and Fence.
 	Kind string
+
+	// Keys are all of the keys of a "multi" holding, this one among them,
+	// sorted: the holding is one Lock over all of them. nil for the other
+	// kinds, and when the holding ended meanwhile.
+	Keys []string
 
 	// Limit is a semaphore's limit, as its permits were taken with; 0 for
 	// the other kinds.
@@ -106,7 +112,8 @@ type HolderInfo struct {
 func (h HolderInfo) Value() string { return h.value }
 
 // Inspect reports the state of the lock, semaphore or RW lock named key,
-// whoever holds it, in one round trip. It changes nothing. A key of another
+// whoever holds it, in one round trip (two for a key of a multi-key
+// holding, whose other keys it reads too). It changes nothing. A key of another
 // type gives ErrWrongType.
 func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	if err := c.checkKey(key); err != nil {
@@ -125,6 +132,12 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	info.TTL = pttlDuration(in.PTTL)
 	info.Kind, info.Limit = "lock", int(in.Limit)
 	if in.Holders == nil {
+		if engine.IsMultiToken(in.Token) {
+			info.Kind = "multi"
+			if info.Keys, err = c.e.HoldingKeys(ctx, key, in.Token); err != nil {
+				return LockInfo{}, err
+			}
+		}
 		return info, nil
 	}
 	info.Kind = in.Kind

@@ -32,25 +32,35 @@ func (c *Client) TryObtainMulti(ctx context.Context, keys []string, ttl time.Dur
 //
 // The keys are sorted and each is taken once (a key named twice is one
 // lock); there must be at least one and at most MaxMultiKeys, none empty,
-// else the error wraps ErrInvalidKey. One script takes every lock in one
-// step, so callers that name the same keys in different orders never
-// deadlock: whoever comes first gets them all, the other waits for all. On
-// a Redis Cluster one script may touch one hash slot only: the keys must
-// share a hash tag, as in "{order:7}:from" and "{order:7}:to" (else
-// ErrInvalidKey). On a single server, Sentinel, and a Redlock of single
-// servers any keys go together; on a Redlock every node takes all of
-// them, or none, in one script, and the lock is the caller's when a quorum
-// of nodes took all of them.
+// else the error wraps ErrInvalidKey. Callers that name the same keys in
+// different orders never deadlock: nobody holds some of the keys while it
+// waits for the others. On a single server, Sentinel, and a Redlock of
+// single servers, one script takes every lock in one step: whoever comes
+// first gets them all, the other waits for all. On a Redlock every node
+// takes all of them, or none, in one script, and the lock is the caller's
+// when a quorum of nodes took all of them.
+//
+// On a Redis Cluster one script may touch one hash slot only. Keys that
+// share a hash tag, as in "{order:7}:from" and "{order:7}:to", are in one
+// slot and are taken by one script. Keys in several slots are grouped by
+// slot and the groups are taken one after the other, in ascending order of
+// their slot number, each group by one script: when a group is held by
+// another, the groups taken before it are released before ObtainMulti
+// waits, and it tries again from the first group, so for a moment a
+// caller may hold some of the keys, never while it waits. (A Redlock whose
+// nodes are Clusters refuses keys in several slots with ErrInvalidKey.)
 //
 // The Lock covers every key: Release, ReleaseAfter, Refresh, TTL (the least
 // of the keys'), auto-renewal (WithAutoRenew), Done and Err act on all of
 // them at once, and the lock is lost when any one of them is found gone or
-// taken; the others are then deleted too. Its Key is the first of the
-// sorted keys, which also names it in observe.Events (of Kind "multi"). Its
-// Fence is larger than the fence of every earlier holder of every one of
+// taken; the others are then deleted too (on a Cluster, in every slot).
+// Its Key is the first of the sorted keys, which also names it in
+// observe.Events (of Kind "multi"). Its Fence is larger than the fence of every earlier holder of every one of
 // the keys, and each key records it: a resource guarded by the fence of any
 // one of the keys refuses an earlier holder of that key. Inspect shows each
-// key held, with the same Fingerprint and fence on every key.
+// key held, of Kind "multi", with the same Fingerprint and fence on every
+// key, and all of the keys (LockInfo.Keys); the CLI's status and list show
+// them as one holding.
 //
 // A waiter listens for the release of every one of the keys, as Obtain
 // does, and tries again when any is released, when the longest remaining

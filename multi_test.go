@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,6 +51,12 @@ func TestObtainMultiHoldsEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryObtainMulti: %v", err)
 	}
+	// A lock's key, beside them, shows Kind "lock".
+	single := mustObtain(t, locker, testenv.Key(t)+":single", time.Minute)
+	plain, err := locker.Inspect(ctx, single.Key())
+	if err != nil || plain.Kind != "lock" || plain.HolderName == "" || plain.Keys != nil {
+		t.Fatalf("Inspect of a lock = kind %q, holder name %q, keys %q, %v; want \"lock\", a name and no keys", plain.Kind, plain.HolderName, plain.Keys, err)
+	}
 	if got, want := lock.Key(), keys[1]; got != want {
 		t.Errorf("Key = %q, want the first of the sorted keys, %q", got, want)
 	}
@@ -66,6 +73,9 @@ func TestObtainMultiHoldsEveryKey(t *testing.T) {
 		}
 		if !info.Held || info.Fingerprint != lock.Fingerprint() || info.Fence != lock.Fence() {
 			t.Errorf("Inspect(%s) = held %v, fingerprint %q, fence %d; want the Lock's, %q and %d", key, info.Held, info.Fingerprint, info.Fence, lock.Fingerprint(), lock.Fence())
+		}
+		if info.Kind != "multi" || info.HolderName != plain.HolderName || !slices.Equal(info.Keys, slices.Sorted(slices.Values(keys))) {
+			t.Errorf("Inspect(%s) = kind %q, holder name %q, keys %q; want \"multi\", a lock's, %q, and every key", key, info.Kind, info.HolderName, info.Keys, plain.HolderName)
 		}
 		if _, err := locker.TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
 			t.Errorf("TryObtain(%s) of a key the Lock holds = %v, want ErrNotObtained", key, err)
@@ -311,7 +321,7 @@ func TestObtainMultiAutoRenewAndLost(t *testing.T) {
 
 // On a Cluster of three primaries, keys of one slot are taken in one
 // script, on the primary of their slot, and renewed there; keys of several
-// slots are refused, as one script cannot touch them. When the primary of
+// slots are taken too (see multi_slots_test.go). When the primary of
 // a renewed Lock's slot dies (no replica takes over), the Lock is lost.
 func TestObtainMultiCluster(t *testing.T) {
 	t.Parallel()
@@ -344,9 +354,11 @@ func TestObtainMultiCluster(t *testing.T) {
 	if err := renewed[1].Release(ctx); err != nil {
 		t.Errorf("Release: %v", err)
 	}
-	_, err := locker.TryObtainMulti(ctx, []string{"order:1", "order:2"}, time.Minute)
-	if !errors.Is(err, dlock.ErrInvalidKey) {
-		t.Errorf("TryObtainMulti of keys of two slots = %v, want ErrInvalidKey", err)
+	twoSlots, err := locker.TryObtainMulti(ctx, []string{"order:1", "order:2"}, time.Minute)
+	if err != nil {
+		t.Errorf("TryObtainMulti of keys of two slots: %v", err)
+	} else if err := twoSlots.Release(ctx); err != nil {
+		t.Errorf("Release of keys of two slots: %v", err)
 	}
 
 	cluster.PrimaryOf("{x}:a").Kill()
@@ -406,6 +418,9 @@ func TestObtainMultiRedlock(t *testing.T) {
 	}
 	if f := lock.Fence(); f <= earlier {
 		t.Errorf("Fence = %d, want above %d", f, earlier)
+	}
+	if info, err := e.locker.Inspect(ctx, "x"); err != nil || info.Kind != "multi" || !slices.Equal(info.Keys, keys) {
+		t.Errorf("Inspect(x) on a quorum = kind %q, keys %q, %v; want \"multi\" and %q", info.Kind, info.Keys, err, keys)
 	}
 	if _, err := e.locker.TryObtainMulti(ctx, []string{"y", "z"}, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
 		t.Errorf("TryObtainMulti of a held key = %v, want ErrNotObtained", err)

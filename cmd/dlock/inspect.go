@@ -28,7 +28,7 @@ type lockJSON struct {
 	Name      string `json:"holder_name,omitempty"` // the holder's name (dlock.WithHolderName)
 	Since     string `json:"since,omitempty"`       // when the holder obtained it, RFC 3339, by the server's clock
 	Waiters   int    `json:"waiters"`               // live waiters in the lock's queue (none on a Redlock quorum)
-	Kind      string `json:"kind,omitempty"`        // "lock", "semaphore" or "rwmutex" when held
+	Kind      string `json:"kind,omitempty"`        // "lock", "multi", "semaphore" or "rwmutex" when held
 	Limit     int    `json:"limit,omitempty"`       // a semaphore's
 	// Holders are a semaphore's or an RW lock's holders, one per permit or hold
 	Holders []holderJSON `json:"holders,omitempty"`
@@ -36,6 +36,9 @@ type lockJSON struct {
 	What string `json:"what,omitempty"`
 	// Record is true for a package's record rather than a lock (list --all)
 	Record bool `json:"record,omitempty"`
+	// Keys are all of the keys of a "multi" holding, this one among them
+	// (dlock.Client.ObtainMulti, dlock run --key ... --key)
+	Keys []string `json:"keys,omitempty"`
 }
 
 // holderJSON is one holder of a semaphore or an RW lock.
@@ -58,6 +61,7 @@ func toJSON(info dlock.LockInfo) lockJSON {
 		Kind:      info.Kind,
 		Limit:     info.Limit,
 		Name:      info.HolderName,
+		Keys:      info.Keys,
 	}
 	if !info.Since.IsZero() {
 		j.Since = info.Since.UTC().Format(time.RFC3339Nano)
@@ -163,6 +167,13 @@ func printStatus(w io.Writer, info dlock.LockInfo, asJSON bool) error {
 	fmt.Fprintf(tw, "held:\tyes\n")
 	fmt.Fprintf(tw, "summary:\t%s\n", heldBy(info, time.Now()))
 	fmt.Fprintf(tw, "kind:\t%s\n", info.Kind)
+	if info.Kind == "multi" {
+		quoted := make([]string, len(info.Keys))
+		for i, key := range info.Keys {
+			quoted[i] = strconv.Quote(key)
+		}
+		fmt.Fprintf(tw, "keys:\t%s, held as one lock, each with this holder and fence\n", strings.Join(quoted, " "))
+	}
 	if info.Kind == "semaphore" {
 		fmt.Fprintf(tw, "limit:\t%d\n", info.Limit)
 	}
@@ -222,12 +233,39 @@ func listLocks(ctx context.Context, w io.Writer, t target, pattern string, all, 
 	return err
 }
 
+// multiHoldings returns the keys of each multi-key holding among locks (of
+// Kind "multi"), by the Fingerprint of its holder, which every one of its
+// keys shows, in the order of locks.
+func multiHoldings(locks []dlock.LockInfo) map[string][]string {
+	holdings := map[string][]string{}
+	for _, info := range locks {
+		if info.Kind == "multi" {
+			holdings[info.Fingerprint] = append(holdings[info.Fingerprint], info.Key)
+		}
+	}
+	return holdings
+}
+
 // printLocks writes locks as a table, with what a package's key is for
-// after it.
+// after it. The keys of one multi-key holding share one line, at the place
+// of the first.
 func printLocks(w io.Writer, locks []dlock.LockInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tKIND\tTTL\tFENCE\tHOLDER\tWAITERS\tWHAT")
+	holdings := multiHoldings(locks)
 	for _, info := range locks {
+		keys := fmt.Sprintf("%q", info.Key)
+		if info.Kind == "multi" {
+			held := holdings[info.Fingerprint]
+			if held[0] != info.Key {
+				continue // on the line of the first
+			}
+			quoted := make([]string, len(held))
+			for i, key := range held {
+				quoted[i] = strconv.Quote(key)
+			}
+			keys = strings.Join(quoted, " ")
+		}
 		holder := showHolder(info)
 		if info.Holders == nil {
 			holder = top.HolderName(info.HolderName, info.Fingerprint)
@@ -236,7 +274,7 @@ func printLocks(w io.Writer, locks []dlock.LockInfo) error {
 		if role := roleOf(info.Key); role.what != "" {
 			what = role.what
 		}
-		fmt.Fprintf(tw, "%q\t%s\t%s\t%s\t%s\t%d\t%s\n", info.Key, info.Kind, showTTL(info.TTL), showFence(info.Fence), holder, info.Waiters, what)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", keys, info.Kind, showTTL(info.TTL), showFence(info.Fence), holder, info.Waiters, what)
 	}
 	return tw.Flush()
 }
@@ -445,7 +483,9 @@ func runList(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs := newFlagSet("list", "[flags]", `
 Lists the locks taken by dlock that are held now, with their remaining time
 to live, fence, holder (a fingerprint of the holder's token, as status
-shows it) and their number of waiters. It walks the keyspace with SCAN (never KEYS, which would block
+shows it) and their number of waiters. The keys of one lock of several keys
+(dlock run --key a --key b, or a program's ObtainMulti; kind multi) share
+one line; in --json each has its own entry, whose "keys" lists them all. It walks the keyspace with SCAN (never KEYS, which would block
 Redis), on every primary of a Cluster; locks taken or released meanwhile
 may be missed. Locks taken by other clients with a plain SET NX are not
 listed. On a Redlock quorum (several --redis), it scans every server that

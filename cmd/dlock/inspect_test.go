@@ -8,6 +8,7 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -140,6 +141,61 @@ func TestList(t *testing.T) {
 	code, out, _ = runCLI(t, "list", "--redis", srv.URL(), "--json", "--match", "none:*")
 	if code != exitOK || strings.TrimSpace(out) != "[]" {
 		t.Errorf("list --json of nothing = %d, %q, want []", code, out)
+	}
+}
+
+// The keys of one lock of several keys show kind multi and all the keys in
+// status, share one line in list, and list all the keys in list --json.
+func TestListMulti(t *testing.T) {
+	srv, single := heldLock(t, "m:z")
+	locker := dlock.New(srv.Client())
+	t.Cleanup(func() { locker.Close() })
+	lock, err := locker.TryObtainMulti(context.Background(), []string{"m:c", "m:a", "m:b"}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errOut := runCLI(t, "status", "--redis", srv.URL(), "m:b")
+	if code != exitOK || !regexp.MustCompile(`kind:\s+multi`).MatchString(out) || !regexp.MustCompile(`keys:\s+"m:a" "m:b" "m:c"`).MatchString(out) || !strings.Contains(out, lock.Fingerprint()) {
+		t.Errorf("status of a key of a multi-key lock = %d, %q, %q; want kind multi, its keys and holder", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "list", "--redis", srv.URL(), "--match", "m:*")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 3 {
+		t.Fatalf("list = %d, %q, %q; want a header and two lines", code, out, errOut)
+	}
+	var multi, plain string
+	for _, line := range lines[1:] {
+		if strings.Contains(line, `"m:z"`) {
+			plain = line
+		} else {
+			multi = line
+		}
+	}
+	for _, key := range []string{`"m:a"`, `"m:b"`, `"m:c"`} {
+		if !strings.Contains(multi, key) {
+			t.Errorf("the line of the multi-key lock %q lacks %s", multi, key)
+		}
+	}
+	if !strings.Contains(multi, "multi") || !strings.Contains(multi, lock.Fingerprint()) {
+		t.Errorf("the line of the multi-key lock %q; want kind multi and holder %s", multi, lock.Fingerprint())
+	}
+	if !strings.Contains(plain, "lock") || !strings.Contains(plain, single.Fingerprint()) {
+		t.Errorf("the line of the lock %q; want kind lock and holder %s", plain, single.Fingerprint())
+	}
+
+	code, out, _ = runCLI(t, "list", "--redis", srv.URL(), "--json", "--match", "m:*")
+	var all []lockJSON
+	if err := json.Unmarshal([]byte(out), &all); err != nil || code != exitOK || len(all) != 4 {
+		t.Fatalf("list --json = %d, %q (%v), want 4 keys", code, out, err)
+	}
+	for _, j := range all {
+		switch {
+		case j.Key == "m:z" && (j.Kind != "lock" || j.Keys != nil):
+			t.Errorf("list --json of the lock = %+v", j)
+		case j.Key != "m:z" && (j.Kind != "multi" || !slices.Equal(j.Keys, []string{"m:a", "m:b", "m:c"})):
+			t.Errorf("list --json of %s = %+v; want kind multi, with every key", j.Key, j)
+		}
 	}
 }
 

@@ -32,9 +32,11 @@ SIGKILL --grace later.
 
 --key given several times runs COMMAND under the locks of all of the keys,
 taken at once, all of them or none (the library's ObtainMulti): two runs
-that name the same keys in other orders never deadlock. On a Redis Cluster
-the keys must share a hash tag, as in {acct}:3 and {acct}:7; --fair,
---limit and --once-per take one key. SIGINT, SIGTERM and SIGHUP sent to dlock are passed
+that name the same keys in other orders never deadlock. On a Redis Cluster,
+keys in several slots are taken one slot after the other, in slot order,
+and those taken are released while dlock waits; keys with one hash tag, as
+in {acct}:3 and {acct}:7, are taken in one step. --fair, --limit and
+--once-per take one key. SIGINT, SIGTERM and SIGHUP sent to dlock are passed
 on to COMMAND's process group (so COMMAND cannot read from a terminal), and
 dlock waits for COMMAND to exit. Then, however COMMAND ended, dlock releases
 the lock, or with --min-hold keeps it until that long after it was obtained.

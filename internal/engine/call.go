@@ -101,11 +101,15 @@ const (
 	abandoned
 )
 
-// run sends o to Redis and waits for the answer: to the node, or to every
-// node of a Redlock quorum.
+// run sends o to Redis and waits for the answer: to the node (once per
+// Cluster slot of a multi-key holding's keys), or to every node of a
+// Redlock quorum.
 func (e *Engine) run(ctx context.Context, o op) (reply, error) {
-	if e.quorum != nil {
+	switch {
+	case e.quorum != nil:
 		return e.quorum.run(ctx, o)
+	case e.cluster && o.script != nil && o.script.perSlot:
+		return e.runPerSlot(ctx, o)
 	}
 	return e.node.run(ctx, o)
 }

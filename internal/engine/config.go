@@ -26,6 +26,12 @@ type Backoff interface {
 // followed by the holder's name and the value if there are.
 func (c Config) newToken() string { return newTokenWith(c.HolderSuffix, c.ValueSuffix) }
 
+// newMultiToken returns a fresh token for a multi-key holding: as newToken,
+// marked as one (see multiMark).
+func (c Config) newMultiToken() string {
+	return newTokenWith(multiMark+c.HolderSuffix, c.ValueSuffix)
+}
+
 // FairLease is how long a fair waiter keeps its place in the queue without
 // renewing it. A waiter renews it every FairLease/3 while it waits.
 const FairLease = 2 * time.Second

@@ -23,10 +23,13 @@ import (
 type Engine struct {
 	node   *node   // the deployment of a single-deployment Engine; nil for Redlock
 	quorum *quorum // the nodes of a Redlock Engine; nil otherwise
-	nodes  []*node // every node: node, or the quorum's
-	logger *slog.Logger
-	epoch  time.Time // monotonic origin of the validity deadlines
-	hooks  Hooks     // nil without an observer
+	// cluster: node is a Redis Cluster, where a script of a multi-key
+	// holding runs once per slot of its keys (see multi_slots.go)
+	cluster bool
+	nodes   []*node // every node: node, or the quorum's
+	logger  *slog.Logger
+	epoch   time.Time // monotonic origin of the validity deadlines
+	hooks   Hooks     // nil without an observer
 	// newHold returns the Hold inside a new holding of the package above
 	// (a dlock.Lock), so that a holding is one allocation
 	newHold func() *Hold
@@ -65,6 +68,7 @@ func newEngine(o Options) *Engine {
 func New(rdb redis.UniversalClient, o Options) *Engine {
 	e := newEngine(o)
 	e.node = newNode(rdb, o.Ack, batchLanes, e.nodeError())
+	_, e.cluster = rdb.(*redis.ClusterClient)
 	e.nodes = []*node{e.node}
 	e.markerTTL = markerTTLOf(rdb)
 	e.subs = []*wake.Subscriber{wake.New(rdb, e.logger)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1" //nolint:gosec // matches Lua's redis.sha1hex
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"iter"
 	"strconv"
@@ -63,6 +64,38 @@ func (e *Engine) Inspect(ctx context.Context, key string) (Inspection, error) {
 		in.Seen = append(in.Seen, sha1Hex(holderClass[h.mode]+h.token))
 	}
 	return in, nil
+}
+
+// HoldingKeys returns the keys of the multi-key holding by token (see
+// IsMultiToken) that holds key, sorted, as its holding key tells them; nil
+// if none tells (the holding ended). On a Redlock, the first node that
+// answers with the holding tells them.
+func (e *Engine) HoldingKeys(ctx context.Context, key, token string) ([]string, error) {
+	if err := e.CheckKey(key); err != nil {
+		return nil, err
+	}
+	holding := sideKey(holdingKind, key)
+	var errs []error
+	for _, n := range e.nodes {
+		v, err := bounded(ctx, e, n, "inspect", key, func(ctx context.Context) (string, error) {
+			v, err := n.rdb.Get(ctx, holding).Result()
+			if errors.Is(err, redis.Nil) {
+				return "", nil
+			}
+			return v, err
+		}, nil)
+		if err != nil {
+			errs = append(errs, n.wrap("inspect", key, err))
+			continue
+		}
+		if keys, ok := decodeHolding(v, token); ok {
+			return keys, nil
+		}
+	}
+	if len(errs) == len(e.nodes) {
+		return nil, errors.Join(errs...)
+	}
+	return nil, nil
 }
 
 // ForceRelease deletes the holding under key if its holders are still

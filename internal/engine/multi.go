@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,28 +15,33 @@ import (
 
 // A multi-key holding: several locks taken at once, all of them or none,
 // held as one (dlock.Client.ObtainMulti). Its keys are sorted and each
-// named once, and one script takes them all in one step, so that two
-// callers that name the same keys in other orders never hold part each
-// and wait for each other: whoever runs first gets all of them. One script
-// touches keys of one Cluster slot only: in a Cluster the keys must share
-// a slot (a hash tag); on a single server and on a Redlock of single
-// servers any keys go together. A Redlock runs the one script on every
-// node: each node grants all of the keys or none, so the quorum that
-// grants the holding holds every key, in one round, and a failed attempt
-// is taken back with one release per node, as a lock's is. (A quorum per
-// key would take a round per key, and could leave some keys on a quorum
-// and others not.) Keys in several Cluster slots are refused rather than
-// taken one slot after the other: between the slots, a part would be held
-// alone, and the caller can give the keys one hash tag.
+// named once. On a single server, Sentinel, a Cluster when the keys share
+// a slot, and a Redlock of single servers, one script takes them all in
+// one step, so that two callers that name the same keys in other orders
+// never hold part each and wait for each other: whoever runs first gets
+// all of them. A Redlock runs the one script on every node: each node
+// grants all of the keys or none, so the quorum that grants the holding
+// holds every key, in one round, and a failed attempt is taken back with
+// one release per node, as a lock's is. (A quorum per key would take a
+// round per key, and could leave some keys on a quorum and others not.)
+// On a Cluster, keys in several slots are taken one slot after the other,
+// in ascending slot order, and a slot found held releases the slots taken
+// before it (see multi_slots.go). A Redlock of Clusters refuses keys in
+// several slots.
 //
 // The holding's KEYS, for every one of its scripts (multi_*.lua): the lock
-// keys, their fence keys, then their release markers for the holder's
-// token. Its kind's scripts take them all (Kind.scriptKeys), so that
+// keys, their fence keys, their release markers for the holder's token,
+// then their holding keys, which tell Inspect the holding's keys (see
+// HoldingKeys). Its kind's scripts take them all (Kind.scriptKeys), so that
 // Release, Refresh, ReleaseAfter, TTL, the renewer's pipelined refresh and
 // a Redlock's fence work on it as on any holding.
 
 // MaxMultiKeys is how many distinct keys one multi-key holding may have.
 const MaxMultiKeys = 64
+
+// holdingKind is the kind of the side key that holds, while a multi-key
+// holding lasts, its token and all of its keys (see HoldingKeys).
+const holdingKind = "multi"
 
 // KindMulti is the kind of the holdings of ObtainMulti and TryObtainMulti.
 var KindMulti = &Kind{
@@ -48,7 +55,7 @@ var KindMulti = &Kind{
 
 // MultiKeys returns keys sorted, each once, or an error wrapping
 // ErrInvalidKey: none, an empty one, more than MaxMultiKeys, or keys of
-// several Cluster slots on a Cluster.
+// several Cluster slots on a Redlock whose nodes are Clusters.
 func (e *Engine) MultiKeys(keys []string) ([]string, error) {
 	if err := e.Usable(); err != nil {
 		return nil, err
@@ -65,11 +72,11 @@ func (e *Engine) MultiKeys(keys []string) ([]string, error) {
 	case len(sorted) > MaxMultiKeys:
 		return nil, fmt.Errorf("%w: %d keys, more than the %d one holding may have", ErrInvalidKey, len(sorted), MaxMultiKeys)
 	}
-	if e.clustered() {
+	if e.quorum != nil && e.clustered() {
 		first := slot.Of(sorted[0])
 		for _, key := range sorted[1:] {
 			if slot.Of(key) != first {
-				return nil, fmt.Errorf("%w: %s and %s are in different Cluster slots: give the keys one hash tag, as in {order}:a and {order}:b", ErrInvalidKey, QuoteKey(sorted[0]), QuoteKey(key))
+				return nil, fmt.Errorf("%w: %s and %s are in different Cluster slots, which a Redlock of Clusters does not take together: give the keys one hash tag, as in {order}:a and {order}:b", ErrInvalidKey, QuoteKey(sorted[0]), QuoteKey(key))
 			}
 		}
 	}
@@ -89,24 +96,67 @@ func (e *Engine) clustered() bool {
 
 // multiScriptKeys returns the KEYS of the scripts of a multi-key holding
 // of the sorted lock keys by the holder token: the keys, their fence keys,
-// and their release markers, dlock:freed<the fence key's rest>:<token>,
-// as release.lua names a lock's.
+// their release markers, dlock:freed<the fence key's rest>:<token>, as
+// release.lua names a lock's, and their holding keys.
 func multiScriptKeys(keys []string, token string) []string {
 	n := len(keys)
-	all := make([]string, 3*n)
+	all := make([]string, multiBlocks*n)
 	copy(all, keys)
 	for i, key := range keys {
 		fence := sideKey(fenceKind, key)
 		all[n+i] = fence
 		all[2*n+i] = "dlock:freed" + fence[len("dlock:"+fenceKind):] + ":" + token
+		all[3*n+i] = sideKey(holdingKind, key)
 	}
 	return all
+}
+
+// multiLockKeys returns the lock keys among keys, the KEYS of a multi-key
+// holding's scripts.
+func multiLockKeys(keys []string) []string { return keys[:len(keys)/multiBlocks] }
+
+// encodeHolding returns what the holding keys of a multi-key holding of
+// the lock keys by token hold: the token, then each key as ':' length ':'
+// key (a token has no colon; a key may have anything).
+func encodeHolding(token string, keys []string) string {
+	var b strings.Builder
+	b.WriteString(token)
+	for _, key := range keys {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(len(key)))
+		b.WriteByte(':')
+		b.WriteString(key)
+	}
+	return b.String()
+}
+
+// decodeHolding returns the keys that v, a holding key's value, lists if
+// it is the holding of token; false if it is another's, or no holding.
+func decodeHolding(v, token string) ([]string, bool) {
+	rest, ok := strings.CutPrefix(v, token)
+	if !ok {
+		return nil, false
+	}
+	var keys []string
+	for rest != "" {
+		if rest, ok = strings.CutPrefix(rest, ":"); !ok {
+			return nil, false
+		}
+		size, after, ok := strings.Cut(rest, ":")
+		n, err := strconv.Atoi(size)
+		if !ok || err != nil || n < 0 || n > len(after) {
+			return nil, false
+		}
+		keys = append(keys, after[:n])
+		rest = after[n:]
+	}
+	return keys, len(keys) > 0
 }
 
 // multiAttempt returns an attempt to take the locks of the sorted keys, with
 // a fresh token.
 func (e *Engine) multiAttempt(keys []string, ttl time.Duration, cfg Config) attempt {
-	token := cfg.newToken()
+	token := cfg.newMultiToken()
 	return attempt{kind: KindMulti, keys: multiScriptKeys(keys, token), token: token, arg: token, ttl: ttl, rel: e.releaseSetting()}
 }
 
@@ -115,12 +165,13 @@ type multiAcquireArgv struct {
 	holder    any
 	ttl       int64  // milliseconds
 	fenceless string // "1" on a Redlock node, else ""
+	holding   string // what the holding keys hold (encodeHolding)
 }
 
-func (multiAcquireArgv) count() int { return 3 }
+func (multiAcquireArgv) count() int { return 4 }
 
 func (a multiAcquireArgv) appendTo(args []any) []any {
-	return append(args, a.holder, a.ttl, a.fenceless)
+	return append(args, a.holder, a.ttl, a.fenceless, a.holding)
 }
 
 // multiOp returns the acquire of the multi-key attempt a.
@@ -130,7 +181,8 @@ func (e *Engine) multiOp(a attempt) op {
 	if e.quorum != nil {
 		fenceless = "1"
 	}
-	return withArgs(o, multiAcquireScript, nil, multiAcquireArgv{holder: a.arg, ttl: a.ttl.Milliseconds(), fenceless: fenceless})
+	holding := encodeHolding(a.token, multiLockKeys(a.keys))
+	return withArgs(o, multiAcquireScript, nil, multiAcquireArgv{holder: a.arg, ttl: a.ttl.Milliseconds(), fenceless: fenceless, holding: holding})
 }
 
 // decodeMulti reads multi_acquire.lua's reply: {code, value[, key]}, the
@@ -150,8 +202,8 @@ func decodeMulti(v any) (reply, bool) {
 	return r, ok1 && ok2
 }
 
-// multiTry makes one attempt a to take the locks of a multi-key holding;
-// as try, which it is for KindMulti.
+// multiTry makes one attempt a to take the locks of a multi-key holding in
+// one script; as try, which it is for KindMulti.
 func (e *Engine) multiTry(ctx context.Context, a attempt, cfg Config) (*Hold, reply, error) {
 	sent := time.Now()
 	o := e.multiOp(a)
@@ -163,17 +215,24 @@ func (e *Engine) multiTry(ctx context.Context, a attempt, cfg Config) (*Hold, re
 		}
 		return nil, r, err
 	}
-	n := len(a.keys) / 3
-	switch r.code {
-	case acquired:
+	if r.code == acquired {
 		h, err := e.hold(a, r, sent, cfg)
 		return h, r, err
-	case held:
-		return nil, r, fmt.Errorf("%w: %s, one of %d keys, is held by another holder%s", ErrNotObtained, quoteMultiKey(r.token), n, multiExpiresIn(r.value))
-	case wrongType:
-		return nil, r, fmt.Errorf("%w: %s, one of %d keys, is a key of another type, not a lock: nothing was taken", ErrWrongType, quoteMultiKey(r.token), n)
 	}
-	return nil, r, fmt.Errorf("dlock: acquire %s: unexpected reply code %d", QuoteKey(a.keys[0]), r.code)
+	return nil, r, multiRefusal(a, r)
+}
+
+// multiRefusal is the error of a multi-key acquire that did not take the
+// locks, with the reply r.
+func multiRefusal(a attempt, r reply) error {
+	n := len(multiLockKeys(a.keys))
+	switch r.code {
+	case held:
+		return fmt.Errorf("%w: %s, one of %d keys, is held by another holder%s", ErrNotObtained, quoteMultiKey(r.token), n, multiExpiresIn(r.value))
+	case wrongType:
+		return fmt.Errorf("%w: %s, one of %d keys, is a key of another type, not a lock: nothing was taken", ErrWrongType, quoteMultiKey(r.token), n)
+	}
+	return fmt.Errorf("dlock: acquire %s: unexpected reply code %d", QuoteKey(a.keys[0]), r.code)
 }
 
 // quoteMultiKey quotes the key a multi-key acquire names: "" on a Redlock,

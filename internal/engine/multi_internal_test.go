@@ -3,9 +3,15 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlock-go/dlock/internal/slot"
 	"github.com/dlock-go/dlock/internal/wake"
 	"github.com/dlock-go/dlock/redistest"
 )
@@ -17,7 +23,7 @@ func TestMultiScriptsLoad(t *testing.T) {
 	for name, s := range map[string]*script{
 		"multi_acquire": multiAcquireScript, "multi_release": multiReleaseScript,
 		"multi_refresh": multiRefreshScript, "multi_ttl": multiTTLScript,
-		"multi_raise_fence": multiRaiseFenceScript,
+		"multi_raise_fence": multiRaiseFenceScript, "multi_store_fence": multiStoreFenceScript,
 	} {
 		sha, err := rdb.ScriptLoad(context.Background(), s.src).Result()
 		if err != nil || sha != s.sha {
@@ -170,6 +176,152 @@ func TestMultiWaiterDelay(t *testing.T) {
 		}
 		if got := w.delay(1, reply{code: held, value: c.pttl}); got != c.want {
 			t.Errorf("%s: delay = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The keys of a multi-key holding are grouped by Cluster slot, the groups
+// in ascending slot order, each keeping the order of the keys.
+func TestSlotGroups(t *testing.T) {
+	t.Parallel()
+	in := func(s int, name string) string { return "{" + slot.Tag(s) + "}" + name }
+	for _, c := range []struct {
+		keys []string
+		want [][]int
+	}{
+		{[]string{"a"}, [][]int{{0}}},
+		{[]string{"{x}a", "{x}b"}, [][]int{{0, 1}}},
+		{[]string{in(900, "a"), in(5, "b"), in(900, "c"), in(7, "d")}, [][]int{{1}, {3}, {0, 2}}},
+		{[]string{in(16383, "a"), in(0, "b")}, [][]int{{1}, {0}}},
+	} {
+		if got := slotGroups(c.keys); !slices.EqualFunc(got, c.want, slices.Equal) {
+			t.Errorf("slotGroups(%q) = %v, want %v", c.keys, got, c.want)
+		}
+		if got, want := spansSlots(c.keys), len(c.want) > 1; got != want {
+			t.Errorf("spansSlots(%q) = %v, want %v", c.keys, got, want)
+		}
+	}
+}
+
+// A slot part of an op has the keys of its positions, in each of the three
+// blocks, and the op's ARGV.
+func TestSlotPart(t *testing.T) {
+	t.Parallel()
+	e := &Engine{markerTTL: int64(60000)}
+	a := e.multiAttempt([]string{"a", "b", "c"}, time.Minute, Config{})
+	o := e.storeFenceOp(a, 42)
+	p := o.slotPart([]int{0, 2})
+	want := []string{a.keys[0], a.keys[2], a.keys[3], a.keys[5], a.keys[6], a.keys[8], a.keys[9], a.keys[11]}
+	if !slices.Equal(p.keys, want) {
+		t.Errorf("keys = %q, want %q", p.keys, want)
+	}
+	wantArgv := []any{"evalsha", multiStoreFenceScript.sha, len(want)}
+	for _, key := range want {
+		wantArgv = append(wantArgv, key)
+	}
+	if got := fmt.Sprint(p.argv); got != fmt.Sprint(append(wantArgv, a.arg, int64(42))) {
+		t.Errorf("argv = %v", got)
+	}
+}
+
+// multi_store_fence.lua stores the fence on every key where it is larger,
+// once, and nothing when a lock is not the caller's.
+func TestMultiStoreFence(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t).Client()
+	n := newNode(rdb, ReplicaAck{}, batchLanes, nil)
+	e := &Engine{node: n, nodes: []*node{n}, markerTTL: int64(60000)}
+	ctx := context.Background()
+	a := e.multiAttempt([]string{"a", "b"}, time.Minute, Config{})
+	got, err := n.run(ctx, e.multiOp(a))
+	if err != nil || got.code != acquired {
+		t.Fatalf("acquire = %+v, %v", got, err)
+	}
+	fenceB := sideKey(fenceKind, "b")
+	high := got.value + 1000
+	if err := rdb.Set(ctx, fenceB, strconv.FormatInt(high+5, 10), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The store runs as a user allowed the holding's keys alone: a key it
+	// did not declare would be refused.
+	patterns := []any{"ACL", "SETUSER", "fencer", "on", "nopass", "resetkeys", "+@all"}
+	for _, key := range a.keys {
+		patterns = append(patterns, "~"+key)
+	}
+	if err := rdb.Do(ctx, patterns...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	opts := *rdb.Options()
+	opts.Username, opts.Password = "fencer", ""
+	fencer := redis.NewClient(&opts)
+	t.Cleanup(func() { _ = fencer.Close() })
+	fn := newNode(fencer, ReplicaAck{}, batchLanes, nil)
+	for range 2 { // a copy of the call changes nothing more
+		r, err := fn.run(ctx, e.storeFenceOp(a, high))
+		if err != nil || r.code != ours || r.value != high {
+			t.Fatalf("store fence = %+v, %v; want ours, %d", r, err, high)
+		}
+		if v := rdb.Get(ctx, sideKey(fenceKind, "a")).Val(); v != strconv.FormatInt(high, 10) {
+			t.Errorf("a's fence = %s, want %d", v, high)
+		}
+		if v := rdb.Get(ctx, fenceB).Val(); v != strconv.FormatInt(high+5, 10) {
+			t.Errorf("b's larger fence = %s, want it kept, %d", v, high+5)
+		}
+		if ttl := rdb.PTTL(ctx, sideKey(fenceKind, "a")).Val(); ttl <= 0 {
+			t.Errorf("a's fence expires in %v, want with the lock", ttl)
+		}
+	}
+	rdb.Set(ctx, "b", "other", time.Minute)
+	if r, err := n.run(ctx, e.storeFenceOp(a, high+100)); err != nil || r.code != notOurs {
+		t.Errorf("store fence with b taken = %+v, %v; want notOurs", r, err)
+	}
+	if v := rdb.Get(ctx, sideKey(fenceKind, "a")).Val(); v != strconv.FormatInt(high, 10) {
+		t.Errorf("a's fence = %s after a refused store, want %d", v, high)
+	}
+}
+
+// The token of a multi-key holding is marked as one, and still tells its
+// holder's name and value; a lock's is not.
+func TestMultiToken(t *testing.T) {
+	t.Parallel()
+	cfg := Config{HolderSuffix: HolderSuffix("host:1"), ValueSuffix: ValueSuffix("v.2")}
+	multi, lock := cfg.newMultiToken(), cfg.newToken()
+	if !IsMultiToken(multi) || IsMultiToken(lock) || IsMultiToken(newToken()) || IsMultiToken("") {
+		t.Errorf("IsMultiToken(%q, %q) = %v, %v; want true, false", multi, lock, IsMultiToken(multi), IsMultiToken(lock))
+	}
+	for _, token := range []string{multi, lock} {
+		if holder, value := SplitToken(token); holder != "host:1" || value != "v.2" {
+			t.Errorf("SplitToken(%q) = %q, %q; want host:1, v.2", token, holder, value)
+		}
+	}
+	if holder, value := SplitToken(Config{}.newMultiToken()); holder != "" || value != "" {
+		t.Errorf("SplitToken of a bare multi token = %q, %q", holder, value)
+	}
+	if strings.ContainsAny(multi, ":") {
+		t.Errorf("a multi token holds a colon: %q", multi)
+	}
+}
+
+// A holding key's value names the holding's token and lists its keys,
+// whatever they hold; another token's, or no holding, lists none.
+func TestHoldingEncoding(t *testing.T) {
+	t.Parallel()
+	for _, keys := range [][]string{
+		{"a"},
+		{"{x}:a", "{x}:b"},
+		{"a:1:b", "", "new\nline", "\x00\xff", "12:34"},
+	} {
+		v := encodeHolding("tok", keys)
+		if got, ok := decodeHolding(v, "tok"); !ok || !slices.Equal(got, keys) {
+			t.Errorf("decodeHolding(%q) = %q, %v; want %q", v, got, ok, keys)
+		}
+		if got, ok := decodeHolding(v, "to"); ok {
+			t.Errorf("decodeHolding(%q) of another token = %q", v, got)
+		}
+	}
+	for _, v := range []string{"", "tok", "tok:", "tok:x:a", "tok:5:a", "tok:1:ab", "tok:-1:a", "tok:1:a:"} {
+		if got, ok := decodeHolding(v, "tok"); ok {
+			t.Errorf("decodeHolding(%q) = %q, want none", v, got)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // cfg.NoWait), else in one attempt.
 func (e *Engine) acquireMulti(ctx context.Context, keys []string, ttl time.Duration, wait bool, cfg Config) (*Hold, Seen, error) {
 	if !wait || cfg.NoWait {
-		h, _, err := e.multiTry(ctx, e.multiAttempt(keys, ttl, cfg), cfg)
+		h, _, err := e.takeMulti(ctx, e.multiAttempt(keys, ttl, cfg), cfg)
 		return h, Seen{Attempts: 1}, err
 	}
 	w := multiWaiter{e: e, cfg: cfg, keys: keys, ttl: ttl}
@@ -57,7 +57,7 @@ func (w *multiWaiter) obtain(ctx context.Context) (*Hold, error) {
 		// else, so a single deployment does the same.
 		a := w.e.multiAttempt(w.keys, w.ttl, w.cfg)
 		w.seen.Attempts++
-		h, r, err := w.e.multiTry(ctx, a, w.cfg)
+		h, r, err := w.e.takeMulti(ctx, a, w.cfg)
 		if !errors.Is(err, ErrNotObtained) {
 			if err != nil && sleeps > 0 && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				err = fmt.Errorf("%w: a key was held at the last attempt: %w", ErrNotObtained, err)

@@ -53,7 +53,14 @@ func (e *Engine) refreshMany(ctx context.Context, locks []*renewedHold, record f
 		record(locks, e.quorum.refreshMany(ctx, locks))
 		return
 	}
-	e.node.refreshMany(ctx, locks, record)
+	var wg sync.WaitGroup
+	if e.cluster {
+		locks = e.refreshSlotted(ctx, &wg, locks, record)
+	}
+	if len(locks) > 0 {
+		e.node.refreshMany(ctx, locks, record)
+	}
+	wg.Wait()
 }
 
 // refreshTimeout is how long one attempt of a renewer batch whose shortest

@@ -54,6 +54,8 @@ var (
 	multiTTLLua string
 	//go:embed lua/multi_raise_fence.lua
 	multiRaiseFenceLua string
+	//go:embed lua/multi_store_fence.lua
+	multiStoreFenceLua string
 )
 
 var (
@@ -76,11 +78,14 @@ var (
 	holdRaiseFenceScript = newScript(holdRaiseFenceLua)
 
 	// the multi-key holdings (see multi.go)
-	multiAcquireScript    = newScript(multiAcquireLua)
-	multiReleaseScript    = newScript(multiReleaseLua)
-	multiRefreshScript    = newScript(multiRefreshLua)
-	multiTTLScript        = newScript(multiTTLLua)
+	multiAcquireScript = newScript(multiAcquireLua)
+	// (release, refresh, ttl and store fence run once per slot when the keys
+	// are in several Cluster slots, see multi_slots.go)
+	multiReleaseScript    = perSlot(newScript(multiReleaseLua))
+	multiRefreshScript    = perSlot(newScript(multiRefreshLua))
+	multiTTLScript        = perSlot(newScript(multiTTLLua))
 	multiRaiseFenceScript = newScript(multiRaiseFenceLua)
+	multiStoreFenceScript = perSlot(newScript(multiStoreFenceLua))
 )
 
 // script is a Lua script and its SHA1 digest, the name EVALSHA knows it by.
@@ -89,6 +94,16 @@ type script struct {
 	sha string
 	// src and sha boxed once, for the ARGV of EVAL and EVALSHA (see evalCmd)
 	srcArg, shaArg any
+	// perSlot: a script of a multi-key holding that a Cluster runs once per
+	// slot of the holding's keys, whose replies combine (see
+	// Engine.runPerSlot)
+	perSlot bool
+}
+
+// perSlot marks s as a script that may run once per Cluster slot.
+func perSlot(s *script) *script {
+	s.perSlot = true
+	return s
 }
 
 func newScript(src string) *script {
@@ -108,6 +123,6 @@ func Scripts() map[string]string {
 		"hold_acquire": holdAcquireScript.sha, "hold_release": holdReleaseScript.sha, "hold_refresh": holdRefreshScript.sha,
 		"hold_ttl": holdTTLScript.sha, "hold_raise_fence": holdRaiseFenceScript.sha,
 		"multi_acquire": multiAcquireScript.sha, "multi_release": multiReleaseScript.sha, "multi_refresh": multiRefreshScript.sha,
-		"multi_ttl": multiTTLScript.sha, "multi_raise_fence": multiRaiseFenceScript.sha,
+		"multi_ttl": multiTTLScript.sha, "multi_raise_fence": multiRaiseFenceScript.sha, "multi_store_fence": multiStoreFenceScript.sha,
 	}
 }

@@ -10,14 +10,24 @@ import (
 
 // A token is 22 random characters (never a dot, nor a colon: the scripts
 // and the release messages use colons to separate a token from what
-// follows it), the holder's name if any (HolderSuffix), and the lock's
-// value if any (ValueSuffix).
+// follows it), multiMark for a multi-key holding, the holder's name if any
+// (HolderSuffix), and the lock's value if any (ValueSuffix).
 const (
 	// RandomTokenLen is the length of a token's random part.
 	RandomTokenLen  = 22
 	holderSeparator = "~"
 	valueSeparator  = "."
+	// multiMark follows the random part of the token of a multi-key
+	// holding, which every one of its keys holds: Inspect tells such a key
+	// from a lock's by it, and the acquire of a lock pays nothing for it
+	multiMark = "+"
 )
+
+// IsMultiToken reports whether token is the token of a multi-key holding
+// (see multiMark).
+func IsMultiToken(token string) bool {
+	return len(token) > RandomTokenLen && token[RandomTokenLen:RandomTokenLen+len(multiMark)] == multiMark
+}
 
 var (
 	holderEscaper   = strings.NewReplacer("%", "%25", ":", "%3A", ".", "%2E")
@@ -50,7 +60,7 @@ func SplitToken(token string) (holder, value string) {
 	if len(token) <= RandomTokenLen {
 		return "", ""
 	}
-	rest := token[RandomTokenLen:]
+	rest := strings.TrimPrefix(token[RandomTokenLen:], multiMark)
 	if strings.HasPrefix(rest, holderSeparator) {
 		name, after, _ := strings.Cut(rest[len(holderSeparator):], valueSeparator)
 		holder = holderUnescaper.Replace(name)

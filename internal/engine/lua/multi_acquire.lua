@@ -7,11 +7,16 @@
 -- KEYS[2n+1..3n]  their release markers for this holder (see
 --                 multi_release.lua); unused here: every script of a
 --                 multi-key holding takes the same KEYS
+-- KEYS[3n+1..4n]  their holding keys, in the same order: each holds
+--                 ARGV[4] while the holding lasts, for Inspect
 -- ARGV[1]         the token of the caller
 -- ARGV[2]         the time to live, in milliseconds
 -- ARGV[3]         '1' on a node of a Redlock quorum, whose acquire hands out
 --                 no fence (the quorum does, see multi_raise_fence.lua); ''
 --                 otherwise
+-- ARGV[4]         what the holding keys hold: the token, then each of the
+--                 holding's keys (of every Cluster slot) as ':' length ':'
+--                 key
 --
 -- All of KEYS must be in one Cluster slot (on a single server, any keys).
 --
@@ -28,12 +33,13 @@
 -- key), written to every fence key: larger than every earlier holder's
 -- fence of each key, so that a resource guarded by any one key's fence
 -- refuses the earlier holders of that key. Fence keys live as long as the
--- locks (multi_refresh.lua extends them too), as in acquire.lua.
+-- locks (multi_refresh.lua extends them too), as in acquire.lua, and so do
+-- the holding keys.
 --
 -- A client may send the same acquire twice (go-redis resends a command
 -- whose reply was lost). A copy that finds the caller's token on the keys
 -- answers as the first did, with the fence it wrote.
-local n = #KEYS / 3
+local n = #KEYS / 4
 local blocked, pttl, mine = nil, 0, 0
 for i = 1, n do
   local holder = redis.pcall('GET', KEYS[i])
@@ -87,6 +93,7 @@ if fence == 0 and not fenceless then
 end
 for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  redis.call('SET', KEYS[3 * n + i], ARGV[4], 'PX', ARGV[2])
   if not fenceless then
     redis.call('SET', KEYS[n + i], string.format('%d', fence), 'PX', ARGV[2])
   elseif not redis.call('SET', KEYS[n + i], '', 'PX', ARGV[2], 'NX') and

@@ -3,8 +3,8 @@
 -- fence larger than every fence stored on the holding's keys; another
 -- value stores that fence on every key.
 --
--- KEYS[1..3n]  as in multi_acquire.lua: the lock keys, their fence keys,
---              their release markers (unused)
+-- KEYS[1..4n]  as in multi_acquire.lua: the lock keys, their fence keys,
+--              their release markers and holding keys (unused)
 -- ARGV[1]      the caller's token
 -- ARGV[2]      0: hand out a fence; otherwise the quorum's fence, to store
 -- ARGV[3]      the holder's tag, stored with the fence as "fence:tag" (see
@@ -17,7 +17,7 @@
 -- Every copy of a call answers as the first did: a fence handed out is
 -- stored with the holder's tag on every key, and a copy that finds it
 -- there hands out the same; a stored one is stored once.
-local n = #KEYS / 3
+local n = #KEYS / 4
 for i = 1, n do
   if redis.pcall('GET', KEYS[i]) ~= ARGV[1] then
     return {0, 0}

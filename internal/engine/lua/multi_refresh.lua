@@ -1,8 +1,8 @@
 -- multi_refresh.lua: set a new time to live on every lock of a multi-key
 -- holding, if the caller still holds them all.
 --
--- KEYS[1..3n]  as in multi_acquire.lua: the lock keys, their fence keys,
---              their release markers
+-- KEYS[1..4n]  as in multi_acquire.lua: the lock keys, their fence keys,
+--              their release markers, their holding keys
 -- ARGV[1]      the caller's token
 -- ARGV[2]      the new time to live, in milliseconds
 -- ARGV[3]      optional (Lock.ReleaseAfter, which ends the holding here
@@ -20,7 +20,7 @@
 -- A refresh sent twice sets the same ttl twice: still a refresh. A
 -- ReleaseAfter sent twice must not keep the locks longer than asked: its
 -- copies find its markers, and change nothing.
-local n = #KEYS / 3
+local n = #KEYS / 4
 if ARGV[3] and redis.pcall('GET', KEYS[2 * n + 1]) == ARGV[3] then
   return 1
 end
@@ -34,6 +34,7 @@ if held == n then
   for i = 1, n do
     redis.call('PEXPIRE', KEYS[i], ARGV[2])
     redis.call('PEXPIRE', KEYS[n + i], ARGV[2])
+    redis.call('PEXPIRE', KEYS[3 * n + i], ARGV[2])
     if ARGV[3] then
       redis.call('SET', KEYS[2 * n + i], ARGV[3], 'PX', ARGV[4])
     end
@@ -50,7 +51,7 @@ if held == 0 then
 end
 for i = 1, n do
   if redis.pcall('GET', KEYS[i]) == ARGV[1] then
-    redis.call('DEL', KEYS[i])
+    redis.call('DEL', KEYS[i], KEYS[3 * n + i])
     redis.pcall('PUBLISH', KEYS[n + i], '')
     redis.pcall('PUBLISH', 'dlock:watch' .. string.sub(KEYS[n + i], 12), '')
   end

@@ -6,6 +6,7 @@
 --                 channels
 -- KEYS[2n+1..3n]  their release markers for this holder:
 --                 dlock:freed<the fence key's rest>:<token>
+-- KEYS[3n+1..4n]  their holding keys (see multi_acquire.lua)
 -- ARGV[1]         the caller's token
 -- ARGV[2]         '' to release; 'quiet' to release and tell nobody (a
 --                 Redlock attempt that failed takes back its nodes)
@@ -27,7 +28,7 @@
 -- caller's reads it. A release does not hand a lock over to a fair waiter
 -- of its queue: it publishes on each lock's channel and watch channel
 -- (see release.lua), which wakes every waiter, and they try again.
-local n = #KEYS / 3
+local n = #KEYS / 4
 local held = 0
 for i = 1, n do
   if redis.pcall('GET', KEYS[i]) == ARGV[1] then
@@ -55,7 +56,7 @@ if held < n then
 end
 for i = 1, n do
   if redis.pcall('GET', KEYS[i]) == ARGV[1] then
-    redis.call('DEL', KEYS[i])
+    redis.call('DEL', KEYS[i], KEYS[3 * n + i])
     if ARGV[2] ~= 'quiet' then
       redis.pcall('PUBLISH', KEYS[n + i], '')
       -- an ACL may forbid it: WaitRelease then waits for the ttl
