@@ -19,6 +19,7 @@ fuzz:           ## each fuzz test for FUZZTIME (default 30s)
 	$(GO) test -run '^$$' -fuzz '^FuzzSideKey$$' -fuzztime $(or $(FUZZTIME),30s) .
 	$(GO) test -run '^$$' -fuzz '^FuzzLockKeyOf$$' -fuzztime $(or $(FUZZTIME),30s) .
 	$(GO) test -run '^$$' -fuzz '^FuzzSharedHold$$' -fuzztime $(or $(FUZZTIME),30s) .
+	$(GO) test -run '^$$' -fuzz '^FuzzSplitValue$$' -fuzztime $(or $(FUZZTIME),30s) ./internal/engine
 	$(GO) test -run '^$$' -fuzz '^FuzzSKUKeys$$' -fuzztime $(or $(FUZZTIME),30s) ./stock
 	$(GO) test -run '^$$' -fuzz '^FuzzReserve$$' -fuzztime $(or $(FUZZTIME),30s) ./stock
 

@@ -33,8 +33,9 @@ var (
 	// dlock:* ones, and the application's own)
 	packageKeys = []string{"~cachefill*", "~idem:*", "~stock*"}
 	// packageCommands: what the packages' scripts and calls run besides
-	// the core's: cachefill's and stock's, and the Scan of jobs' History
-	packageCommands = []string{"+hmget", "+hexists", "+hincrby", "+hlen", "+xadd", "+xrevrange", "+xread", "+scan"}
+	// the core's: cachefill's and stock's, and Client.Scan's and jobs'
+	// History's SCAN (and Client.Scan's GETRANGE)
+	packageCommands = []string{"+hmget", "+hexists", "+hincrby", "+hlen", "+xadd", "+xrevrange", "+xread", "+scan", "+getrange"}
 )
 
 // minimalRules returns the rules of the documented ACL, in the order

@@ -158,24 +158,8 @@ func serverCPU(b *testing.B, rdb *redis.Client) float64 {
 // EVAL that runs a script not: a row's difference is the work Redis does
 // per cycle, whatever the machine. INFO, CONFIG and SCRIPT are left out.
 func serverCommands(b *testing.B, rdb *redis.Client) int64 {
-	b.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
 	var total int64
-	for _, line := range strings.Split(info, "\n") {
-		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		cmd, isCmd := strings.CutPrefix(name, "cmdstat_")
-		if !ok || !isCmd {
-			continue
-		}
-		switch strings.SplitN(cmd, "|", 2)[0] {
-		case "info", "config", "script", "evalsha", "eval", "evalsha_ro", "eval_ro":
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
-		n, _ := strconv.ParseInt(calls, 10, 64)
+	for _, n := range commandCounts(b, rdb) {
 		total += n
 	}
 	return total

@@ -24,7 +24,7 @@ func TestDo(t *testing.T) {
 	err := e.locker.Do(context.Background(), key, ttl, func(ctx context.Context) error {
 		ran = true
 		lock, ok := dlock.LockFromContext(ctx)
-		if !ok || lock.Key() != key || lock.Fence() <= 0 || value(t, e.rdb, key) != lock.Token() {
+		if !ok || lock.Key() != key || lock.Fence() <= 0 || holderOf(t, e.rdb, key) != lock.Token() {
 			t.Errorf("LockFromContext = %v, %v; want the held lock", lock, ok)
 		}
 		if value(t, e.rdb, key) == "" {

@@ -199,7 +199,7 @@ func TestFairHandoff(t *testing.T) {
 			if want := map[bool]int64{true: 1, false: 2}[ttl <= dlock.FairLease]; calls != want {
 				t.Errorf("%d scripts from the release to the waiter holding the lock, want %d", calls, want)
 			}
-			if lock.Fence() <= holder.Fence() || value(t, e.rdb, key) != lock.Token() {
+			if lock.Fence() <= holder.Fence() || holderOf(t, e.rdb, key) != lock.Token() {
 				t.Errorf("handed over: fence %d after %d, key holds %q; want a larger fence and our token", lock.Fence(), holder.Fence(), value(t, e.rdb, key))
 			}
 			if pttl := e.rdb.PTTL(context.Background(), key).Val(); pttl <= 0 || pttl > ttl {
@@ -390,7 +390,7 @@ func TestFairHandoffRestrictedPublisher(t *testing.T) {
 		t.Fatalf("Release by a holder that may not publish on the waiter's channel: %v", err)
 	}
 	lock := <-got
-	if lock == nil || value(t, e.rdb, key) != lock.Token() {
+	if lock == nil || holderOf(t, e.rdb, key) != lock.Token() {
 		t.Fatal("the waiter does not hold the lock")
 	}
 	_ = lock.Release(ctx)

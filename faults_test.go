@@ -162,7 +162,7 @@ func TestRedisPaused(t *testing.T) {
 	if n := e.rdb.Exists(ctx, key+":late").Val(); n != 0 {
 		t.Errorf("the acquire that landed after its caller gave up was not released")
 	}
-	if got := value(t, e.rdb, key); got != lock.Token() {
+	if got := holderOf(t, e.rdb, key); got != lock.Token() {
 		t.Errorf("the held lock was disturbed: key holds %q", got)
 	}
 }
@@ -217,7 +217,7 @@ func TestInteropWithPlainSetNX(t *testing.T) {
 	if n, _ := compareAndDelete.Run(ctx, e.rdb, []string{key}, "their-token").Int(); n != 0 {
 		t.Fatal("their compare-and-delete freed our lock")
 	}
-	if got := value(t, e.rdb, key); got != lock.Token() {
+	if got := holderOf(t, e.rdb, key); got != lock.Token() {
 		t.Fatalf("key holds %q, want our token", got)
 	}
 	if err := lock.Release(ctx); err != nil {

@@ -36,7 +36,7 @@ func TestForceReleaseHolderDeletesWhatItSaw(t *testing.T) {
 	if deleted, err := e.locker.ForceReleaseHolder(ctx, seen); err != nil || deleted {
 		t.Errorf("ForceReleaseHolder of a holder gone since = %v, %v; want false", deleted, err)
 	}
-	if got := value(t, e.rdb, key); got != b.Token() {
+	if got := holderOf(t, e.rdb, key); got != b.Token() {
 		t.Fatalf("after ForceReleaseHolder of the holder before, the key holds %q, want the new holder's token", got)
 	}
 	now, err := e.locker.Inspect(ctx, key)
@@ -170,7 +170,7 @@ func TestForceReleaseResent(t *testing.T) {
 	if a.err != nil {
 		t.Fatalf("B's TryObtain, queued after the first copy = %v; want the lock", a.err)
 	}
-	if v := value(t, e.rdb, key); v != a.lock.Token() {
+	if v := holderOf(t, e.rdb, key); v != a.lock.Token() {
 		t.Errorf("the key holds %q after every copy ran, want B's token: a copy deleted B's lock", v)
 	}
 }

@@ -85,7 +85,7 @@ func TestUnusualKeys(t *testing.T) {
 			if err != nil {
 				t.Fatalf("TryObtain: %v", err)
 			}
-			if got := value(t, e.rdb, key); got != lock.Token() {
+			if got := holderOf(t, e.rdb, key); got != lock.Token() {
 				t.Fatalf("the key does not hold the token")
 			}
 			if _, err := e.locker.TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {

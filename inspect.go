@@ -42,16 +42,16 @@ type LockInfo struct {
 	// or was taken without one (by another client, or an older dlock).
 	HolderName string
 
-	// Since is when the holder obtained the lock, by the server's clock:
-	// its fence tells it, being the server's time in microseconds at the
-	// acquire. Zero when the fence is not known.
+	// Since is when the holder obtained the lock, by the server's clock.
+	// On a Redlock quorum its fence tells it, once the holder's first
+	// Lock.Fence handed one out; zero until then.
 	Since time.Time
 
-	// Fence is the last fencing token handed out for the key, or 0 when
-	// that is no longer known (the lock was not taken by dlock, or its fence
-	// expired with it). On a Redlock quorum, for a held lock, it is the
-	// holder's fence once a quorum stores it (after the holder's first
-	// Lock.Fence), and 0 until then.
+	// Fence is the holder's fencing token; for a lock (Obtain, TryObtain,
+	// Do) once its holder asked for it (Lock.Fence), on a Redlock quorum
+	// once a quorum stores it, and 0 until then. For a key that is not held,
+	// it is the last fencing token handed out, or 0 when that is no longer
+	// known (the lock was not taken by dlock, or its fence expired with it).
 	Fence int64
 
 	// Waiters is how many callers wait for the lock in its queue (see
@@ -129,6 +129,9 @@ func (c *Client) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	}
 	info.HolderName, info.value = engine.SplitToken(in.Token)
 	info.Since = sinceFence(in.Fence)
+	if in.Since > 0 {
+		info.Since = time.UnixMicro(in.Since)
+	}
 	info.TTL = pttlDuration(in.PTTL)
 	info.Kind, info.Limit = "lock", int(in.Limit)
 	if in.Holders == nil {
@@ -223,8 +226,10 @@ func (c *Client) ForceReleaseHolder(ctx context.Context, info LockInfo) (bool, e
 // is a Redis glob, as for KEYS and SCAN MATCH: "*" for all, ? * [abc] [^a]
 // [a-z], and a backslash to escape. Scan uses SCAN, never KEYS, so it does
 // not block Redis, and like SCAN it may miss locks taken or released while
-// it runs. It finds the locks taken by dlock (through their fence keys), not
-// those of other clients.
+// it runs. It finds the holdings taken by dlock, not the locks of other
+// clients: by their fence keys, and on one deployment also by the values of
+// the string keys that match pattern, of which it reads the first and last
+// few bytes (a pattern that matches few keys makes that cheap).
 //
 // The iteration stops at the first error, which it yields.
 func (c *Client) Scan(ctx context.Context, pattern string) iter.Seq2[LockInfo, error] {

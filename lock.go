@@ -34,8 +34,10 @@ func (l *Lock) Key() string { return l.h.Key() }
 // Token returns the random value that identifies this holder: 128 bits from
 // crypto/rand, URL-safe base64, followed by the holder's name (see
 // WithHolderName) and the lock's value, if it was obtained WithValue. The
-// lock's key holds it in Redis while the lock is ours. Treat it as a secret:
-// whoever knows it can release the lock.
+// lock's key holds it in Redis while the lock is ours: on one deployment
+// followed by a colon and the server's time of the acquire in microseconds
+// (and ":w" while someone waits for the lock); on a Redlock node alone. It
+// has no colon. Treat it as a secret: whoever knows it can release the lock.
 func (l *Lock) Token() string { return l.h.Token() }
 
 // Fingerprint returns this holder's fingerprint: what LockInfo.Fingerprint
@@ -49,15 +51,22 @@ func (l *Lock) Fingerprint() string { return engine.Fingerprint(l.h.Token()) }
 // expiry and across a restart of Redis without persistence, as long as the
 // server's clock does not step backwards (it is at least the server's time in
 // microseconds). Pass it to the protected resource, and have the resource
-// refuse any write with a fence lower than one it has seen.
+// refuse any write with a fence lower than one it has seen (package fence
+// does that).
 //
-// On a Redlock Client (NewRedlock), the first call of Fence has the nodes
-// where the lock is still ours hand out fences, takes the largest of a
-// quorum of them, and stores it on those that handed out less, in two
-// rounds that wait at most the node timeout each: only once a quorum holds
-// it is it larger than any later holder's. If that fails (the lock is
-// lost, or too many nodes fail), Fence returns 0, which a resource that
-// checks fences rejects. Later calls return the same.
+// A lock's fence (Obtain, TryObtain, Do) is handed out by Redis at the
+// first call of Fence, in one round trip that waits at most until Until, so
+// a lock whose holder never asks for it costs Redis nothing for it. Call
+// Fence while the lock is held, before the work it guards: once the lock is
+// lost, the first call returns 0. On a Redlock Client (NewRedlock), the
+// first call has the nodes where the lock is still ours hand out fences,
+// takes the largest of a quorum of them, and stores it on those that
+// handed out less, in two rounds that wait at most the node timeout each:
+// only once a quorum holds it is it larger than any later holder's. If that
+// fails (the lock is lost, or too many nodes fail), Fence returns 0, which
+// a resource that checks fences rejects. Later calls return the same. The
+// holdings of a semaphore, an RW lock and ObtainMulti get their fence with
+// the acquire.
 func (l *Lock) Fence() int64 { return l.h.Fence() }
 
 // Until returns a conservative deadline of the lock: the time the last

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,7 +32,7 @@ func TestObtainAndRelease(t *testing.T) {
 	if !regexp.MustCompile(`^[A-Za-z0-9_-]{22}~`).MatchString(lock.Token()) {
 		t.Errorf("Token() = %q, want 22 characters of base64 (128 bits), then the holder's name", lock.Token())
 	}
-	if got := value(t, e.rdb, key); got != lock.Token() {
+	if got := holderOf(t, e.rdb, key); got != lock.Token() {
 		t.Errorf("key holds %q, want the token %q", got, lock.Token())
 	}
 	if lock.Fence() <= 0 {
@@ -115,7 +117,7 @@ func TestObtainAfterHolderExpires(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Obtain after the holder's ttl: %v", err)
 	}
-	if got := value(t, e.rdb, key); got != lock.Token() {
+	if got := holderOf(t, e.rdb, key); got != lock.Token() {
 		t.Errorf("key holds %q, want the new token", got)
 	}
 }
@@ -145,7 +147,7 @@ func TestExpiredHolderCannotTouchNextHolder(t *testing.T) {
 	if err := old.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
 		t.Errorf("old holder's Release = %v, want ErrNotHeld", err)
 	}
-	if got := value(t, e.rdb, key); got != next.Token() {
+	if got := holderOf(t, e.rdb, key); got != next.Token() {
 		t.Fatalf("key holds %q after the old holder's calls, want the next holder's token", got)
 	}
 	if ttl, err := next.TTL(ctx); err != nil || ttl < 59*time.Second {
@@ -226,21 +228,45 @@ func TestFenceGrowsAcrossHoldersExpiryAndRestart(t *testing.T) {
 	}
 	for i := range 30 { // alternating holders, released at once
 		lock := mustObtain(t, lockers[i%len(lockers)], key, time.Minute)
-		check("release", lock)
+		if i%4 != 3 { // and every fourth asks for no fence
+			check("release", lock)
+		}
 		if err := lock.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for range 3 { // holders whose lock expired, fence key with it
-		check("expiry", mustObtain(t, e.locker, key, 5*time.Millisecond))
-		time.Sleep(20 * time.Millisecond)
-		if n := e.rdb.Exists(ctx, key).Val(); n != 0 {
-			t.Fatal("lock key outlived its ttl")
-		}
+		check("expiry", mustObtain(t, e.locker, key, 200*time.Millisecond))
+		testenv.Eventually(t, time.Minute, "the lock and its fence key expired", func() bool {
+			return e.rdb.Exists(ctx, key, "dlock:fence{"+key+"}").Val() == 0
+		})
 	}
 	check("before restart", mustObtain(t, e.locker, key, time.Minute))
 	e.srv.Restart() // no persistence: every key, fence and script is gone
 	check("after restart", mustObtain(t, e.locker, key, time.Minute))
+}
+
+// A holder that lost its lock before it asked for its fence gets 0, which
+// a resource that checks fences refuses; the next holder gets a fence.
+func TestFenceOfALostLock(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	key := testenv.Key(t)
+	lost := mustObtain(t, e.locker, key, time.Minute)
+	if err := e.rdb.Del(ctx, key).Err(); err != nil { // as if it expired
+		t.Fatal(err)
+	}
+	next := mustObtain(t, e.locker, key, time.Minute)
+	if f := lost.Fence(); f != 0 {
+		t.Errorf("the lost lock's first Fence = %d, want 0", f)
+	}
+	if next.Fence() <= 0 || lost.Fence() != 0 {
+		t.Errorf("fences %d (next) and %d (lost, again), want > 0 and 0", next.Fence(), lost.Fence())
+	}
+	if v := e.rdb.Get(ctx, "dlock:fence{"+key+"}").Val(); !strings.HasPrefix(v, strconv.FormatInt(next.Fence(), 10)+":") {
+		t.Errorf("the fence key holds %q, want the next holder's fence %d", v, next.Fence())
+	}
 }
 
 // Many goroutines on one Lock: exactly one Release wins, and the race

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/engine"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/internal/testenv/lockenv"
 	"github.com/dlock-go/dlock/redistest"
@@ -57,6 +58,19 @@ func value(t testing.TB, rdb *redis.Client, key string) string {
 		t.Fatalf("GET %q: %v", key, err)
 	}
 	return v
+}
+
+// holderOf returns the token of the lock at key (see tokenOf), or "".
+func holderOf(t testing.TB, rdb *redis.Client, key string) string {
+	t.Helper()
+	return tokenOf(value(t, rdb, key))
+}
+
+// tokenOf returns the holder's token of a lock's value in Redis, which
+// holds the time of the acquire too.
+func tokenOf(v string) string {
+	token, _ := engine.SplitValue(v)
+	return token
 }
 
 // newLocker is lockenv.Locker under the name the README's tests call.

@@ -64,7 +64,7 @@ func TestObtainMultiHoldsEveryKey(t *testing.T) {
 		t.Errorf("Fence = %d, want more than every earlier holder's, %d", f, earlier)
 	}
 	for _, key := range keys {
-		if v := value(t, rdb, key); v != lock.Token() {
+		if v := holderOf(t, rdb, key); v != lock.Token() {
 			t.Errorf("%s holds %q, want the Lock's token", key, v)
 		}
 		info, err := locker.Inspect(ctx, key)
@@ -143,7 +143,7 @@ func TestObtainMultiAllOrNothing(t *testing.T) {
 			t.Errorf("%s was taken by an acquire that failed", key)
 		}
 	}
-	if v := value(t, rdb, keys[1]); v != other.Token() {
+	if v := holderOf(t, rdb, keys[1]); v != other.Token() {
 		t.Errorf("the held key holds %q, want its holder's token", v)
 	}
 	if err := other.Release(ctx); err != nil {
@@ -337,7 +337,7 @@ func TestObtainMultiCluster(t *testing.T) {
 			t.Fatalf("TryObtainMulti of keys of one slot: %v", err)
 		}
 		for _, key := range keys {
-			if v := rdb.Get(ctx, key).Val(); v != lock.Token() {
+			if v := tokenOf(rdb.Get(ctx, key).Val()); v != lock.Token() {
 				t.Errorf("%s holds %q, want the Lock's token", key, v)
 			}
 		}
@@ -489,7 +489,7 @@ func TestObtainMultiResentByTheRedisClient(t *testing.T) {
 		t.Errorf("Redis ran %d EVALSHA, want the acquire's copies: go-redis did not send it again", n)
 	}
 	for _, key := range keys {
-		if v := value(t, rdb, key); v != lock.Token() {
+		if v := holderOf(t, rdb, key); v != lock.Token() {
 			t.Errorf("%s holds %q, want the Lock's token", key, v)
 		}
 	}

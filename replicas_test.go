@@ -26,7 +26,7 @@ func TestReplicaAck(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The replica had it before TryObtain returned.
-	if got := replica.Client().Get(context.Background(), key).Val(); got != lock.Token() {
+	if got := tokenOf(replica.Client().Get(context.Background(), key).Val()); got != lock.Token() {
 		t.Errorf("the replica holds %q right after TryObtain, want our token", got)
 	}
 	if err := lock.Release(context.Background()); err != nil {

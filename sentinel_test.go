@@ -30,7 +30,7 @@ func TestSentinelFailoverClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryObtain through Sentinel: %v", err)
 	}
-	if got := primary.Client().Get(ctx, key).Val(); got != lock.Token() {
+	if got := tokenOf(primary.Client().Get(ctx, key).Val()); got != lock.Token() {
 		t.Errorf("the primary holds %q, want the lock's token", got)
 	}
 	if _, err := locker.TryObtain(ctx, key, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {

@@ -34,7 +34,7 @@ func TestWithValue(t *testing.T) {
 		if got := lock.Value(); got != v {
 			t.Errorf("Lock.Value() = %q, want %q", got, v)
 		}
-		if value(t, e.rdb, key) != lock.Token() {
+		if holderOf(t, e.rdb, key) != lock.Token() {
 			t.Errorf("the key holds %q, want the token %q", value(t, e.rdb, key), lock.Token())
 		}
 		info, err := e.locker.Inspect(ctx, key)

@@ -252,7 +252,7 @@ func TestWaitersWakeOnExpiryWhileRedisPaused(t *testing.T) {
 			// All three in the queue, unless the holder's lock ran out first
 			// (a machine too busy for the case to arise).
 			testenv.Eventually(t, 5*time.Second, "three waiters queued", func() bool {
-				return e.rdb.ZCard(context.Background(), queueKey(key)).Val() == 3 || value(t, e.rdb, key) != holder.Token()
+				return e.rdb.ZCard(context.Background(), queueKey(key)).Val() == 3 || holderOf(t, e.rdb, key) != holder.Token()
 			})
 			e.srv.Pause()
 			time.Sleep(7 * time.Second) // past the expiry, and two read timeouts

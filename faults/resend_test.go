@@ -105,6 +105,13 @@ func (e *resendEnv) get(ctx context.Context, key string) string {
 	return e.admin.Get(ctx, key).Val()
 }
 
+// tokenOf returns the holder's token of a lock's value in Redis: the token,
+// then a colon and the time of the acquire (tokens hold no colon).
+func tokenOf(v string) string {
+	token, _, _ := strings.Cut(v, ":")
+	return token
+}
+
 // lockCalls returns the calls on a lock: acquire, release, refresh,
 // ReleaseAfter and ReleaseStoring.
 func (e *resendEnv) lockCalls() []resentCall {
@@ -129,11 +136,36 @@ func (e *resendEnv) lockCalls() []resentCall {
 				if taken {
 					t.Error("another client's SET NX took the lock the acquire holds")
 				}
-				if v := e.get(ctx, key); v != lock.Token() {
+				if v := e.get(ctx, key); tokenOf(v) != lock.Token() {
 					t.Errorf("the key holds %q, want the holder's token", v)
 				}
-				if v := e.get(ctx, "dlock:fence{"+key+"}"); v != fmt.Sprint(lock.Fence()) {
-					t.Errorf("the fence key holds %s, want the holder's fence %d: one fence per acquire", v, lock.Fence())
+				if v := e.get(ctx, "dlock:fence{"+key+"}"); v != "" {
+					t.Errorf("the fence key holds %q after the acquire, which hands out none", v)
+				}
+			},
+		})
+	}
+	{ // fence: the copy finds the fence handed out, and hands out the same
+		c, key := locker(t, e.srv), "resend:fence"
+		if warm := mustObtain(t, c, "resend:fence-warm"); warm.Fence() == 0 { // loads raise_fence.lua
+			t.Fatal("the warm-up lock got no fence")
+		}
+		lock := mustObtain(t, c, key)
+		var fence int64
+		calls = append(calls, resentCall{
+			name: "fence",
+			call: func(context.Context) error {
+				if fence = lock.Fence(); fence == 0 {
+					return errors.New("no fence")
+				}
+				return nil
+			},
+			check: func(t *testing.T, ctx context.Context, err error) {
+				if err != nil {
+					t.Fatalf("Fence: %v", err)
+				}
+				if v, want := e.get(ctx, "dlock:fence{"+key+"}"), fmt.Sprint(fence)+":"+lock.Token()[:8]; v != want {
+					t.Errorf("the fence key holds %q, want %q: one fence, the one handed out", v, want)
 				}
 			},
 		})
@@ -169,7 +201,7 @@ func (e *resendEnv) lockCalls() []resentCall {
 				if err != nil {
 					t.Errorf("Refresh = %v, want nil", err)
 				}
-				if ttl := e.admin.PTTL(ctx, key).Val(); e.get(ctx, key) != lock.Token() || ttl <= time.Minute || ttl > 2*time.Minute {
+				if ttl := e.admin.PTTL(ctx, key).Val(); tokenOf(e.get(ctx, key)) != lock.Token() || ttl <= time.Minute || ttl > 2*time.Minute {
 					t.Errorf("the key holds %q for %v, want the holder's token for at most 2m", e.get(ctx, key), ttl)
 				}
 			},

@@ -256,7 +256,7 @@ func expiryOf(t *testing.T, admin *redis.Client, lock *dlock.Lock) (int64, bool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if token, _ := v[1].(string); token != lock.Token() {
+	if value, _ := v[1].(string); tokenOf(value) != lock.Token() {
 		return 0, false
 	}
 	ms := v[0].(int64)
@@ -339,6 +339,7 @@ func stallingWork(ctx context.Context, lockers []*dlock.Client, seen *lastObtain
 			}
 			continue
 		}
+		lock.Fence() // asked for as the work starts, before any stall
 		select {
 		case s := <-stalls:
 			remove := p.Blackhole()

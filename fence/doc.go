@@ -22,6 +22,10 @@
 //		// a later holder has written: this one's work is void
 //	}
 //
+// A lock's holder gets its fence from Redis at its first Lock.Fence: ask
+// for it while the lock is held, before the work. A holder that asks only
+// after it lost the lock gets 0, which Guard and Redis refuse as stale.
+//
 // # SQL: Guard
 //
 // [Guard] runs a function in a transaction that begins by recording the

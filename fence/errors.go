@@ -16,12 +16,15 @@ var ErrStale = errors.New("fence: stale fence")
 // matches ErrStale.
 type StaleError struct {
 	Resource string // the resource written to: Guard's resource, or the Redis key
-	Fence    int64  // the writer's fence
-	Recorded int64  // the higher fence recorded for the resource
+	Fence    int64  // the writer's fence; 0 for a holder that got none (see Guard)
+	Recorded int64  // the higher fence recorded for the resource; 0 with Fence 0
 }
 
 // Error says which fence was refused for which resource, and why.
 func (e *StaleError) Error() string {
+	if e.Fence == 0 {
+		return fmt.Sprintf("fence: no fence for %q: the writer's lock was lost before it asked for its fence", e.Resource)
+	}
 	return fmt.Sprintf("fence: stale fence %d for %q: fence %d is recorded", e.Fence, e.Resource, e.Recorded)
 }
 

@@ -18,12 +18,12 @@ import (
 
 // saveReport writes the report while lock is held: the database refuses
 // the write if a later holder of the lock has written.
-func saveReport(ctx context.Context, db *sql.DB, lock *dlock.Lock, body string) error {
+func saveReport(ctx context.Context, db *sql.DB, key string, f int64, body string) error {
 	save := func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO reports (id, body) VALUES (1, ?)", body)
 		return err
 	}
-	return fence.Guard(ctx, db, lock.Key(), lock.Fence(), save)
+	return fence.Guard(ctx, db, key, f, save)
 }
 
 // A holder whose lock expired while it was stalled writes after the next
@@ -47,6 +47,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
+	fenceA := a.Fence()                                         // A asks for its fence as it starts its work
 	b, err := locker.Obtain(ctx, "example:report", time.Minute) // B waits until A's lock expires
 	if err != nil {
 		fmt.Println(err)
@@ -54,8 +55,8 @@ func Example() {
 	}
 	defer b.Release(ctx)
 
-	fmt.Println("B:", saveReport(ctx, db, b, "B's report"))
-	err = saveReport(ctx, db, a, "A's report") // A is back, and writes
+	fmt.Println("B:", saveReport(ctx, db, b.Key(), b.Fence(), "B's report"))
+	err = saveReport(ctx, db, a.Key(), fenceA, "A's report") // A is back, and writes
 	fmt.Println("A refused:", errors.Is(err, fence.ErrStale))
 	// Output:
 	// B: <nil>

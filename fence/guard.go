@@ -15,7 +15,8 @@ import (
 // already recorded for resource, Guard returns a *StaleError (matching
 // ErrStale) without calling fn: a holder that took the lock later has
 // written. An equal fence passes, so that one holder may write again with
-// its own fence.
+// its own fence. A fence of 0, which Lock.Fence returns to a holder that
+// lost its lock before it asked for its fence, is refused as stale at once.
 //
 // Writers of one resource serialize on its row of the table of fences,
 // from the statement that records the fence until the transaction ends:
@@ -115,7 +116,9 @@ func checkGuard(db *sql.DB, resource string, f int64, fn func(*sql.Tx) error) er
 		return errors.New("fence: nil *sql.DB")
 	case resource == "":
 		return errors.New("fence: empty resource")
-	case f <= 0:
+	case f == 0:
+		return &StaleError{Resource: resource}
+	case f < 0:
 		return fmt.Errorf("fence: fence %d for %q: want a positive fence, as a lock's Fence is", f, resource)
 	case fn == nil:
 		return errors.New("fence: nil function")

@@ -213,7 +213,6 @@ func TestGuardBadInput(t *testing.T) {
 	}{
 		{"nil db", nil, "r", 1, fn, nil, "nil *sql.DB"},
 		{"empty resource", db, "", 1, fn, nil, "empty resource"},
-		{"zero fence", db, "r", 0, fn, nil, "want a positive fence"},
 		{"negative fence", db, "r", -3, fn, nil, "want a positive fence"},
 		{"nil fn", db, "r", 1, nil, nil, "nil function"},
 		{"table with a space", db, "r", 1, fn, []fence.Option{fence.WithTable("a b")}, "table name"},
@@ -236,6 +235,13 @@ func TestGuardBadInput(t *testing.T) {
 				t.Errorf("Guard = %v; want no ErrStale", err)
 			}
 		})
+	}
+	// Fence 0, what Lock.Fence returns to a holder that lost its lock
+	// before it asked for one: refused as stale, fn not run.
+	var se *fence.StaleError
+	if err := fence.Guard(ctx, db, "r", 0, fn); !errors.Is(err, fence.ErrStale) || !errors.As(err, &se) || se.Fence != 0 || se.Resource != "r" ||
+		!strings.Contains(err.Error(), "lost before it asked") {
+		t.Errorf("Guard with fence 0 = %v; want a StaleError of fence 0", err)
 	}
 	if err := fence.CreateTable(ctx, nil); err == nil {
 		t.Error("CreateTable(nil) = nil")

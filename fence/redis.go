@@ -75,7 +75,7 @@ func NewRedis(rdb redis.UniversalClient, opts ...Option) (*Redis, error) {
 // records fence f beside it (see FenceKeySuffix), unless a higher fence is
 // recorded for key: then it writes nothing and returns a *StaleError
 // (matching ErrStale). An equal fence passes, so that one holder may write
-// again. The key of the fence has no time to live: it outlives the value,
+// again; a fence of 0 (see Guard) is refused as stale. The key of the fence has no time to live: it outlives the value,
 // so that a stale writer cannot write an expired value back; delete both
 // when the value is gone for good.
 //
@@ -182,9 +182,12 @@ func fenceKeyOf(key string) (string, error) {
 	return "{" + key + "}" + FenceKeySuffix, nil
 }
 
-// checkFence refuses a fence that is not positive.
+// checkFence refuses a fence that is not positive: 0 as stale (see Guard).
 func checkFence(key string, f int64) error {
-	if f <= 0 {
+	if f == 0 {
+		return &StaleError{Resource: key}
+	}
+	if f < 0 {
 		return fmt.Errorf("fence: fence %d for %q: want a positive fence, as a lock's Fence is", f, key)
 	}
 	return nil

@@ -147,18 +147,27 @@ func TestRedisBadInput(t *testing.T) {
 	key := testenv.NewKey(t)
 	for name, err := range map[string]error{
 		"empty key":            r.Set(ctx, "", 1, "v", 0),
-		"zero fence":           r.Set(ctx, key, 0, "v", 0),
 		"negative fence":       r.Set(ctx, key, -1, "v", 0),
 		"negative ttl":         r.Set(ctx, key, 1, "v", -time.Second),
 		"ttl under 1ms":        r.Set(ctx, key, 1, "v", time.Microsecond),
 		"'}' outside a tag":    r.Set(ctx, key+"}", 1, "v", 0),
 		"hset empty key":       r.HSet(ctx, "", 1, map[string]any{"a": 1}),
-		"hset zero fence":      r.HSet(ctx, key, 0, map[string]any{"a": 1}),
 		"hset no field":        r.HSet(ctx, key, 1, nil),
 		"hset the fence field": r.HSet(ctx, key, 1, map[string]any{fence.DefaultField: 9}),
 	} {
 		if err == nil || !strings.HasPrefix(err.Error(), "fence: ") || errors.Is(err, fence.ErrStale) {
 			t.Errorf("%s: %v; want an error of fence's", name, err)
+		}
+	}
+	// Fence 0, what Lock.Fence returns to a holder that lost its lock
+	// before it asked for one: refused as stale.
+	for name, err := range map[string]error{
+		"set zero fence":  r.Set(ctx, key, 0, "v", 0),
+		"hset zero fence": r.HSet(ctx, key, 0, map[string]any{"a": 1}),
+	} {
+		var se *fence.StaleError
+		if !errors.Is(err, fence.ErrStale) || !errors.As(err, &se) || se.Fence != 0 || se.Resource != key {
+			t.Errorf("%s: %v; want a StaleError of fence 0 for %q", name, err, key)
 		}
 	}
 	if n := rdb.Exists(ctx, key, "{"+key+"}"+fence.FenceKeySuffix).Val(); n != 0 {

@@ -2,7 +2,8 @@
 -- a message to the callers that wait for it.
 --
 -- KEYS[1]: the entry (see read.lua)
--- KEYS[2]: the loader's lock: a string, the holder's token
+-- KEYS[2]: the loader's lock: a string that starts with the holder's token
+--          (then a colon and the time it was taken, see dlock.Lock.Token)
 -- KEYS[3]: the entry's fills (see read.lua)
 -- KEYS[4]: the entry's fill claim (see read.lua), which it clears
 -- ARGV[1]: the loader's token
@@ -31,9 +32,15 @@
 -- is such a copy, since a lock's token stores once: it changes nothing and
 -- answers as the first did, 1 or 2 (2 also if an Invalidate came since),
 -- even after the lock was released or taken over.
+-- held reports whether the loader's lock is still the loader's: its value
+-- is the token, or starts with it and a colon (a token has none).
+local function held()
+  local v = redis.call('GET', KEYS[2])
+  return v == ARGV[1] or type(v) == 'string' and string.sub(v, 1, #ARGV[1] + 1) == ARGV[1] .. ':'
+end
 local e = redis.pcall('HMGET', KEYS[1], 'g', 'f', 's', 'i')
 if type(e) == 'table' and e['err'] then
-  if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  if not held() then
     return 0
   end
   return 3
@@ -44,7 +51,7 @@ if e[2] == ARGV[1] then
   end
   return 1
 end
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+if not held() then
   return 0
 end
 local g = e[1] or '0'

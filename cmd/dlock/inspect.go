@@ -123,7 +123,7 @@ func showTTL(ttl time.Duration) string {
 // stands for (see withTime); "unknown" for 0.
 func showFence(fence int64) string {
 	if fence == 0 {
-		return "unknown"
+		return "none yet" // the holder has not asked for one, or it is not known
 	}
 	return withTime(fence)
 }

@@ -19,7 +19,8 @@ import (
 	"github.com/dlock-go/dlock/redistest"
 )
 
-// heldLock starts a server and takes a lock on it with the library.
+// heldLock starts a server and takes a lock on it with the library, whose
+// holder asks for its fence.
 func heldLock(t *testing.T, key string) (*redistest.Server, *dlock.Lock) {
 	t.Helper()
 	srv := redistest.NewServer(t)
@@ -28,6 +29,9 @@ func heldLock(t *testing.T, key string) (*redistest.Server, *dlock.Lock) {
 	lock, err := locker.TryObtain(context.Background(), key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if lock.Fence() <= 0 {
+		t.Fatalf("Fence = %d", lock.Fence())
 	}
 	return srv, lock
 }
@@ -61,6 +65,17 @@ func TestStatus(t *testing.T) {
 	}
 	if strings.Contains(out, lock.Token()[:6]) {
 		t.Errorf("status --json printed a part of the token %q: %q", lock.Token(), out)
+	}
+
+	// A holder that has not asked for its fence has none yet.
+	locker := dlock.New(srv.Client())
+	t.Cleanup(func() { locker.Close() })
+	if _, err := locker.TryObtain(t.Context(), "unfenced", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runCLI(t, "status", "--redis", srv.URL(), "unfenced")
+	if code != exitOK || !regexp.MustCompile(`(?m)^fence: +none yet$`).MatchString(out) || !regexp.MustCompile(`(?m)^summary: +held by .* for \d+s$`).MatchString(out) {
+		t.Errorf("status of a lock whose holder has no fence yet = %d, %q; want \"fence: none yet\"", code, out)
 	}
 
 	code, out, _ = runCLI(t, "status", "--redis", srv.URL(), "--json", "free")

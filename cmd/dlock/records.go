@@ -125,10 +125,10 @@ func jobRole(rest string) (keyRole, bool) {
 }
 
 // takenByDlock reports whether a held lock carries what dlock puts in the
-// locks it takes: a fence, or a holder name. A string key without either
-// is a value, a record of another program, or a lock another client took
-// with a plain SET NX (or a dlock Client without a holder name on a
-// Redlock quorum, whose fences come later).
+// locks it takes: the time it was taken, a fence, or a holder name. A
+// string key without any is a value, a record of another program, or a
+// lock another client took with a plain SET NX (or a dlock Client without
+// a holder name on a Redlock quorum, whose fences come later).
 func takenByDlock(info dlock.LockInfo) bool {
-	return info.Kind != "lock" || info.Fence != 0 || info.HolderName != ""
+	return info.Kind != "lock" || !info.Since.IsZero() || info.Fence != 0 || info.HolderName != ""
 }

@@ -84,7 +84,7 @@ Redlock quorum takes --limit 1 only:
 
 const runNotes = `COMMAND's environment is dlock's, plus:
   DLOCK_KEY    the lock's key; with several --key, the first in sorted order
-  DLOCK_TOKEN  the holder's token, the key's value in Redis (a secret: it releases the lock)
+  DLOCK_TOKEN  the holder's token, with which the key's value in Redis starts (a secret: it releases the lock)
   DLOCK_FENCE  the fencing token: larger than that of every earlier holder of the key
 With --once-per, DLOCK_KEY and, in place of the other two:
   DLOCK_SLOT   the slot, in RFC 3339 (UTC)

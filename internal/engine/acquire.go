@@ -54,9 +54,15 @@ func (e *Engine) try(ctx context.Context, a attempt, cfg Config) (h *Hold, r rep
 // reply r, renewed if cfg says so.
 func (e *Engine) hold(a attempt, r reply, sent time.Time, cfg Config) (*Hold, error) {
 	h := e.newHold()
-	h.init(e, a, r.value, sent)
-	if r.granted != nil {
+	switch {
+	case r.granted != nil:
+		h.init(e, a, 0, sent)
 		h.raise = &fenceRaise{q: e.quorum, kind: a.kind, keys: a.keys, token: a.arg, granted: r.granted}
+	case a.kind.fenceLater:
+		h.init(e, a, 0, sent) // r.value is the time it was taken
+		h.fenceLater = true
+	default:
+		h.init(e, a, r.value, sent)
 	}
 	h.renewed, h.record = cfg.AutoRenew, cfg.Record
 	if cfg.AutoRenew {

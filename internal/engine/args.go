@@ -180,11 +180,23 @@ type raiseFenceArgv struct {
 	holder any
 	fence  int64  // 0 to hand one out, else the fence to store
 	tag    string // the holder's tag, stored with the fence (see fenceTag)
+	ttl    int64  // one deployment: the lock's ttl in milliseconds; 0: none
 }
 
-func (raiseFenceArgv) count() int { return 3 }
+func (a raiseFenceArgv) count() int {
+	if a.ttl > 0 {
+		return 4
+	}
+	return 3
+}
 
-func (a raiseFenceArgv) appendTo(args []any) []any { return append(args, a.holder, a.fence, a.tag) }
+func (a raiseFenceArgv) appendTo(args []any) []any {
+	args = append(args, a.holder, a.fence, a.tag)
+	if a.ttl > 0 {
+		args = append(args, a.ttl)
+	}
+	return args
+}
 
 // forceReleaseArgv is force_release.lua's ARGV.
 type forceReleaseArgv struct {
@@ -202,9 +214,20 @@ func (a forceReleaseArgv) appendTo(args []any) []any {
 	return args
 }
 
-// noArgv is the ARGV of a script that takes none (inspect.lua).
-type noArgv struct{}
+// inspectArgv is the ARGV of inspect.lua: 'watch' to mark the lock as
+// waited for (WaitRelease), or none.
+type inspectArgv struct{ watch bool }
 
-func (noArgv) count() int { return 0 }
+func (a inspectArgv) count() int {
+	if a.watch {
+		return 1
+	}
+	return 0
+}
 
-func (noArgv) appendTo(args []any) []any { return args }
+func (a inspectArgv) appendTo(args []any) []any {
+	if a.watch {
+		return append(args, "watch")
+	}
+	return args
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 )
 
 // fenceRaise hands out the fence of a Redlock lock, in two rounds: each
@@ -65,5 +66,12 @@ func (f *fenceRaise) run(ctx context.Context) (int64, bool) {
 // op returns the raise of the fence on a node: fence 0 hands one out, any
 // other stores it (see raise_fence.lua).
 func (f *fenceRaise) op(fence int64) op {
-	return withArgs(op{name: "acquire", keys: f.kind.scriptKeys(f.keys)}, f.kind.raiseFence, nil, raiseFenceArgv{holder: f.token, fence: fence, tag: fenceTag(f.token)})
+	return raiseFenceOp(f.kind, f.keys, f.token, fence, 0)
+}
+
+// raiseFenceOp returns the raise of the fence of the holding of kind with
+// keys by token: fence 0 hands one out, any other stores it (see
+// raise_fence.lua); ttl, on one deployment, is the lock's.
+func raiseFenceOp(kind *Kind, keys []string, token any, fence int64, ttl time.Duration) op {
+	return withArgs(op{name: "acquire", keys: kind.scriptKeys(keys)}, kind.raiseFence, nil, raiseFenceArgv{holder: token, fence: fence, tag: fenceTag(token), ttl: ttl.Milliseconds()})
 }

@@ -55,6 +55,9 @@ type Hold struct {
 	cancel context.CancelCauseFunc // of life
 	expiry *time.Timer             // without auto-renew: ends the hold at Until, once life exists
 	raise  *fenceRaise             // Redlock: hands out the fence, on a quorum, at the first Fence
+	// fenceLater: on one deployment, the first Fence has Redis hand out
+	// the fence (see Kind.fenceLater); set before the Hold is shared
+	fenceLater bool
 	// Redlock: the acquire's nodes that had not answered; calls to them
 	// wait for them (set before the Hold is shared, then only read)
 	stragglers *round.Stragglers
@@ -87,14 +90,21 @@ func (h *Hold) Key() string { return h.key }
 // Token returns the holder's token: its name in Redis (see dlock.Lock.Token).
 func (h *Hold) Token() string { return h.token }
 
-// Fence returns the holding's fence; on a Redlock, the quorum hands it
-// out at the first call (see fenceRaise and dlock.Lock.Fence).
+// Fence returns the holding's fence. A lock's is handed out at the first
+// call: by Redis, or on a Redlock by a quorum (see fenceRaise and
+// dlock.Lock.Fence); 0 if that fails.
 func (h *Hold) Fence() int64 {
-	if h.raise != nil {
+	if h.raise != nil || h.fenceLater {
 		h.raised.Do(func() {
 			ctx, cancel := context.WithDeadline(context.Background(), h.Until())
 			defer cancel()
-			h.fence, _ = h.raise.run(ctx)
+			if h.raise != nil {
+				h.fence, _ = h.raise.run(ctx)
+				return
+			}
+			if r, err := h.e.call(ctx, raiseFenceOp(h.kind, h.keys, h.arg, 0, h.currentTTL())); err == nil && r.code == ours {
+				h.fence = r.value
+			}
 		})
 	}
 	return h.fence

@@ -6,22 +6,24 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"iter"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/dlock-go/dlock/internal/slot"
 )
 
 // Inspection is what inspect.lua found under a name, as a quorum sees it
 // on a Redlock.
 type Inspection struct {
-	Held    bool
-	Token   string // the holder's, or the first to expire of a shared hold's
-	PTTL    int64  // its time to live in milliseconds; negative: no expiry
-	Fence   int64
+	Held  bool
+	Token string // the holder's, or the first to expire of a shared hold's
+	PTTL  int64  // its time to live in milliseconds; negative: no expiry
+	// Fence is the holder's fence, or for a free key the last one handed
+	// out; 0 if none is known (a lock's holder that has not asked for one)
+	Fence int64
+	// Since is when the holder took the lock, in the server's
+	// microseconds; 0 if its value does not tell (see SplitValue)
+	Since   int64
 	Waiters int64
 	Kind    string   // "semaphore" or "rwmutex" for a shared hold, else ""
 	Limit   int64    // a semaphore's
@@ -40,22 +42,32 @@ type HeldBy struct {
 // Inspect looks at the name key without changing anything. A key of
 // another type is an error wrapping ErrWrongType.
 func (e *Engine) Inspect(ctx context.Context, key string) (Inspection, error) {
+	return e.inspect(ctx, key, false)
+}
+
+// inspect is Inspect; with watch, it also marks a lock as waited for, so
+// that its release tells the watch channel (see holder.lua).
+func (e *Engine) inspect(ctx context.Context, key string, watch bool) (Inspection, error) {
 	if err := e.CheckKey(key); err != nil {
 		return Inspection{}, err
 	}
-	r, err := e.call(ctx, inspectOp(key))
+	r, err := e.call(ctx, inspectOp(key, watch))
 	switch {
 	case err != nil:
 		return Inspection{}, err
 	case r.code == stateWrongType:
 		return Inspection{}, fmt.Errorf("%w: %s exists and is no lock, semaphore or RW lock", ErrWrongType, QuoteKey(key))
 	}
-	in := Inspection{Held: r.code == stateHeld, Token: r.token, PTTL: r.value, Fence: r.fence, Waiters: r.waiters, Kind: r.kind, Limit: r.limit}
+	in := Inspection{Held: r.code == stateHeld, PTTL: r.value, Fence: r.fence, Waiters: r.waiters, Kind: r.kind, Limit: r.limit}
+	in.Token, in.Since = SplitValue(r.token)
 	if !in.Held {
 		return in, nil
 	}
 	if r.holders == nil {
-		in.Seen = []string{sha1Hex(r.token)}
+		in.Seen = []string{sha1Hex(in.Token)}
+		if in.Since > 0 && r.fenceTag != fenceTag(in.Token) {
+			in.Fence = 0 // an earlier holder's: this one has asked for none yet
+		}
 		return in, nil
 	}
 	in.Holders = make([]HeldBy, len(r.holders))
@@ -111,65 +123,6 @@ func (e *Engine) ForceRelease(ctx context.Context, key string, seen []string) (b
 	return r.code == ours, nil
 }
 
-// ScanKeys yields the name of every holding whose fence key a SCAN of
-// every node finds (of every primary of a Cluster), once each, that
-// matches the Redis glob pattern.
-func (e *Engine) ScanKeys(ctx context.Context, pattern string) iter.Seq2[string, error] {
-	return func(yield func(string, error) bool) {
-		var seen map[string]bool // of a Redlock, whose nodes hold the same keys
-		if len(e.nodes) > 1 {
-			seen = map[string]bool{}
-		}
-		for _, n := range e.nodes {
-			shards, err := bounded(ctx, e, n, "scan", pattern, n.shards, nil)
-			if err != nil {
-				yield("", n.wrap("scan", pattern, err))
-				return
-			}
-			for _, shard := range shards {
-				if !e.scanShard(ctx, n, shard, pattern, seen, yield) {
-					return
-				}
-			}
-		}
-	}
-}
-
-// scanShard yields the names under one server's fence keys, and reports
-// whether to go on.
-func (e *Engine) scanShard(ctx context.Context, n *node, shard redis.Cmdable, pattern string, seen map[string]bool, yield func(string, error) bool) bool {
-	var cursor uint64
-	for {
-		type page struct {
-			keys []string
-			next uint64
-		}
-		p, err := bounded(ctx, e, n, "scan", pattern, func(ctx context.Context) (page, error) {
-			keys, next, err := shard.Scan(ctx, cursor, "dlock:"+fenceKind+"*", scanCount).Result()
-			return page{keys, next}, err
-		}, nil)
-		if err != nil {
-			return yield("", n.wrap("scan", pattern, err))
-		}
-		for _, side := range p.keys {
-			key, ok := lockKeyOf(fenceKind, side)
-			if !ok || !matchPattern(pattern, key) || seen[key] {
-				continue
-			}
-			if seen != nil {
-				seen[key] = true
-			}
-			if !yield(key, nil) {
-				return false
-			}
-		}
-		if p.next == 0 {
-			return true
-		}
-		cursor = p.next
-	}
-}
-
 // sha1Hex returns the SHA-1 of s in hex, as Lua's redis.sha1hex does: how
 // ForceReleaseHolder names what it saw without keeping a token. SHA-1 is
 // no weakness here: a token is 128 random bits, which no digest gives back.
@@ -182,34 +135,10 @@ func sha1Hex(s string) string {
 // in its sorted set, by the mode inspect.lua reports (see kind.go).
 var holderClass = map[string]string{"permit": "s", "read": "r", "write": "w"}
 
-// lockKeyOf returns the lock key whose side key of the given kind is side:
-// the inverse of sideKey.
-func lockKeyOf(kind, side string) (string, bool) {
-	rest, ok := strings.CutPrefix(side, "dlock:"+kind)
-	if !ok || rest == "" {
-		return "", false
-	}
-	switch rest[0] {
-	case ':': // the key has a hash tag
-		key := rest[1:]
-		return key, slot.HasTag(key)
-	case '{': // the key is the tag
-		key, ok := strings.CutSuffix(rest[1:], "}")
-		return key, ok && key != "" && !strings.Contains(key, "}")
-	case '#': // a slot tag, then the key
-		if !strings.HasPrefix(rest, "#{") {
-			return "", false
-		}
-		_, key, ok := strings.Cut(rest, "}")
-		return key, ok && sideKey(kind, key) == side
-	}
-	return "", false
-}
-
 // inspectOp returns the inspection of the lock, semaphore or RW lock named
 // key (see inspect.lua).
-func inspectOp(key string) op {
-	return withArgs(op{name: "inspect", keys: HoldKeys(key), decode: decodeInspect, onQuorum: (*quorum).inspect}, inspectScript, nil, noArgv{})
+func inspectOp(key string, watch bool) op {
+	return withArgs(op{name: "inspect", keys: HoldKeys(key), decode: decodeInspect, onQuorum: (*quorum).inspect}, inspectScript, nil, inspectArgv{watch: watch})
 }
 
 // forcedKind is the side key that force_release.lua marks a deletion in,
@@ -272,87 +201,4 @@ func decodeInspect(v any) (reply, bool) {
 		r.holders = append(r.holders, holderReply{mode: mode, token: name[1:], pttl: pttl, fence: fence})
 	}
 	return r, true
-}
-
-// scanCount is how many keys one SCAN call asks a server to look at.
-const scanCount = 500
-
-// matchPattern reports whether s matches the Redis glob pattern, byte by
-// byte, as KEYS and SCAN MATCH do (Redis's stringmatchlen): * matches any
-// run of bytes, ? one byte, [abc] [^abc] [a-z] a class, and \ escapes the
-// next byte. An unclosed [ matches up to the end of the pattern, as in Redis.
-func matchPattern(pattern, s string) bool {
-	// One pass with backtracking to the last '*' only: a later star can
-	// match whatever an earlier one would have, so this is enough, and it
-	// takes at most len(pattern)*len(s) steps on megabyte keys too.
-	px, sx := 0, 0
-	starPx, starSx := -1, 0
-	for px < len(pattern) || sx < len(s) {
-		if px < len(pattern) {
-			switch c := pattern[px]; c {
-			case '*':
-				starPx, starSx = px, sx
-				px++
-				continue
-			case '?':
-				if sx < len(s) {
-					px, sx = px+1, sx+1
-					continue
-				}
-			case '[':
-				if sx < len(s) {
-					if rest, ok := matchClass(pattern[px+1:], s[sx]); ok {
-						px, sx = len(pattern)-len(rest), sx+1
-						continue
-					}
-				}
-			default:
-				width := 1
-				if c == '\\' && px+1 < len(pattern) {
-					c, width = pattern[px+1], 2
-				}
-				if sx < len(s) && s[sx] == c {
-					px, sx = px+width, sx+1
-					continue
-				}
-			}
-		}
-		if starPx < 0 || starSx >= len(s) {
-			return false
-		}
-		starSx++ // let the last star take one more byte
-		px, sx = starPx+1, starSx
-	}
-	return true
-}
-
-// matchClass matches c against the class that starts at class (after the
-// '['), and returns the pattern after the class's ']'.
-func matchClass(class string, c byte) (rest string, ok bool) {
-	negate := len(class) > 0 && class[0] == '^'
-	if negate {
-		class = class[1:]
-	}
-	match := false
-	for len(class) > 0 && class[0] != ']' {
-		switch {
-		case class[0] == '\\' && len(class) > 1:
-			class = class[1:]
-			match = match || class[0] == c
-		case len(class) > 2 && class[1] == '-':
-			lo, hi := class[0], class[2]
-			if lo > hi {
-				lo, hi = hi, lo
-			}
-			match = match || (lo <= c && c <= hi)
-			class = class[2:]
-		default:
-			match = match || class[0] == c
-		}
-		class = class[1:]
-	}
-	if len(class) > 0 {
-		class = class[1:] // the ']'
-	}
-	return class, match != negate
 }

@@ -29,6 +29,9 @@ type Kind struct {
 	// allKeys: the refresh, ttl and raise fence scripts take all of the
 	// holding's keys (a multi-key holding, see multi.go)
 	allKeys bool
+	// fenceLater: the acquire hands out no fence, but the time it was
+	// taken (acquire.lua); the first Fence has raiseFence hand one out
+	fenceLater bool
 }
 
 // scriptKeys returns the KEYS that the refresh, ttl and raise fence
@@ -51,6 +54,7 @@ var KindLock = &Kind{
 	ttl:          ttlScript,
 	raiseFence:   raiseFenceScript,
 	setNX:        true,
+	fenceLater:   true,
 }
 
 // The kinds of the shared holds: a semaphore's permits, an RW lock's read

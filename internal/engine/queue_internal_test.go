@@ -75,7 +75,7 @@ func TestQueueWakesOneAndHandsOverToTheOneBeaten(t *testing.T) {
 	if m := <-messages; m.Channel != "channel:w1" || !strings.HasPrefix(m.Payload, "w1:") {
 		t.Fatalf("the release told %s %q, want the lock handed over to w1", m.Channel, m.Payload)
 	}
-	if v := rdb.Get(ctx, "queue:steps").Val(); v != "w1" {
+	if v, _ := SplitValue(rdb.Get(ctx, "queue:steps").Val()); v != "w1" {
 		t.Fatalf("the lock holds %q after the release, want w1's token", v)
 	}
 	if r := run(waiting("w1").op()); r.code != acquired {

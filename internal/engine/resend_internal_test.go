@@ -98,7 +98,7 @@ func TestReleaseCopyAnswersAsTheFirst(t *testing.T) {
 		if first.code != ours || second.code != ours {
 			t.Errorf("release copies answered %d, %d; want %d, %d", first.code, second.code, ours, ours)
 		}
-		if v := e.rdb.Get(ctx, l.key).Val(); v != w.token {
+		if v, _ := SplitValue(e.rdb.Get(ctx, l.key).Val()); v != w.token {
 			t.Errorf("the lock holds %q after the handover, want the waiter's token", v)
 		}
 	})
@@ -181,7 +181,7 @@ func TestReleaseCopyAnswersAsTheFirst(t *testing.T) {
 		}
 		// The release handed the lock over to the waiter, which gives up
 		// before it hears of it: its leave releases it, twice.
-		if v := e.rdb.Get(ctx, key).Val(); v != w.token {
+		if v, _ := SplitValue(e.rdb.Get(ctx, key).Val()); v != w.token {
 			t.Fatalf("the lock holds %q, want the waiter's token", v)
 		}
 		first, second := e.twice(t, w.undo(false))

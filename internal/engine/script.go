@@ -8,9 +8,12 @@ import (
 
 // The Lua scripts, one file per operation; each file's header documents its
 // KEYS, ARGV and replies. The acquires that queue run after queue.lua, the
-// releases after release_marker.lua: what each pair shares. Embedding them
-// one by one makes a missing file a build error.
+// releases after release_marker.lua, and a lock's scripts after holder.lua:
+// what each group shares. Embedding them one by one makes a missing file a
+// build error.
 var (
+	//go:embed lua/holder.lua
+	holderLua string
 	//go:embed lua/queue.lua
 	queueLua string
 	//go:embed lua/release_marker.lua
@@ -59,16 +62,16 @@ var (
 )
 
 var (
-	acquireScript = newScript(acquireLua)
-	releaseScript = newScript(releaseMarkerLua + releaseLua)
-	refreshScript = newScript(refreshLua)
-	ttlScript     = newScript(ttlLua)
+	acquireScript = newScript(holderLua + acquireLua)
+	releaseScript = newScript(holderLua + releaseMarkerLua + releaseLua)
+	refreshScript = newScript(holderLua + refreshLua)
+	ttlScript     = newScript(holderLua + ttlLua)
 
-	queueAcquireScript = newScript(queueLua + queueAcquireLua)
-	raiseFenceScript   = newScript(raiseFenceLua)
+	queueAcquireScript = newScript(holderLua + queueLua + queueAcquireLua)
+	raiseFenceScript   = newScript(holderLua + raiseFenceLua)
 
-	inspectScript      = newScript(inspectLua)
-	forceReleaseScript = newScript(forceReleaseLua)
+	inspectScript      = newScript(holderLua + inspectLua)
+	forceReleaseScript = newScript(holderLua + forceReleaseLua)
 
 	// the shared holds: semaphores, RW locks
 	holdAcquireScript    = newScript(queueLua + holdAcquireLua)
@@ -78,7 +81,7 @@ var (
 	holdRaiseFenceScript = newScript(holdRaiseFenceLua)
 
 	// the multi-key holdings (see multi.go)
-	multiAcquireScript = newScript(multiAcquireLua)
+	multiAcquireScript = newScript(holderLua + multiAcquireLua)
 	// (release, refresh, ttl and store fence run once per slot when the keys
 	// are in several Cluster slots, see multi_slots.go)
 	multiReleaseScript    = perSlot(newScript(multiReleaseLua))

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"strconv"
 	"strings"
 )
 
@@ -122,4 +123,27 @@ func newMarkedToken(fenceKey, class, holder, value string) (marker, name, token 
 		marker = s
 	}
 	return marker, s[prefix:], s[prefix+len(class):]
+}
+
+// SplitValue returns the token and the since of a lock's value in Redis
+// (see holder.lua): "token:since", or "token:since:w" once someone waits
+// for it, where token has no colon and since is digits; a value of
+// another form is a token alone, with since 0. It reads a value as the
+// scripts' token_of does.
+func SplitValue(v string) (token string, since int64) {
+	rest := strings.TrimSuffix(v, ":w")
+	i := strings.IndexByte(rest, ':')
+	if i <= 0 || i == len(rest)-1 {
+		return v, 0
+	}
+	for _, c := range []byte(rest[i+1:]) {
+		if c < '0' || c > '9' {
+			return v, 0
+		}
+	}
+	since, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil {
+		since = 0 // it overflows: no time of dlock's
+	}
+	return rest[:i], since
 }

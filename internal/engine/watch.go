@@ -20,7 +20,9 @@ func (e *Engine) WaitRelease(ctx context.Context, key, holder string, backoff Ba
 	listening := w.listenIfSubscribed(channel, "")
 	defer w.stop()
 	for n, subscribed := 1, listening; ; n++ {
-		in, err := e.Inspect(ctx, key)
+		// Once it listens, it marks the lock as waited for: only then does
+		// the release tell the watch channel (see holder.lua).
+		in, err := e.inspect(ctx, key, listening)
 		if err != nil {
 			return err
 		}

@@ -8,8 +8,8 @@
 -- KEYS[7]  the mark this script leaves where it deleted (see below);
 --          the other KEYS are unused
 -- ARGV[1]  the call's id: random, the same in every copy of one call
--- ARGV[2]  what the operator saw: the SHA-1 (hex) of a lock's value (its
---          token); for a shared hold, ARGV[2..] are the SHA-1s of the names
+-- ARGV[2]  what the operator saw: the SHA-1 (hex) of a lock's token (its
+--          value without since, see holder.lua); for a shared hold, ARGV[2..] are the SHA-1s of the names
 --          of the holders seen (the caller keeps no token)
 --
 -- Only what was seen is deleted: a holder that took the key since keeps
@@ -31,7 +31,7 @@ local state = redis.call('TYPE', KEYS[1]).ok
 if state == 'none' then
   return 0
 elseif state == 'string' then
-  if redis.sha1hex(redis.call('GET', KEYS[1])) ~= ARGV[2] then
+  if redis.sha1hex(token_of(redis.call('GET', KEYS[1]))) ~= ARGV[2] then
     return 0
   end
   redis.call('DEL', KEYS[1])

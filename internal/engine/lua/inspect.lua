@@ -1,4 +1,6 @@
--- inspect.lua: what a lock key holds now, whoever holds it. Changes nothing.
+-- inspect.lua: what a lock key holds now, whoever holds it. Changes nothing,
+-- unless ARGV[1] is 'watch' (WaitRelease): then a lock is marked as waited
+-- for (see holder.lua), so that its release tells the caller.
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the fence key (same cluster slot as KEYS[1])
@@ -11,7 +13,8 @@
 --   state  0 no such key (or a shared hold whose holders all expired), 1 a
 --          lock (a string) or a shared hold (a sorted set), 2 a key of
 --          another type
---   token  the key's value when state is 1, else ''; for a shared hold,
+--   token  the key's value when state is 1, else '' (for a lock, as stored:
+--          "token:since", see holder.lua); for a shared hold,
 --          the name of the holder that expires first
 --   pttl   its remaining time to live in milliseconds, -1 for no expiry
 --          (0 unless state is 1)
@@ -57,4 +60,8 @@ elseif state == 'none' then
 elseif state ~= 'string' then
   return {2, '', 0, fence, waiters}
 end
-return {1, redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), fence, waiters}
+local value = redis.call('GET', KEYS[1])
+if ARGV[1] == 'watch' then
+  mark_waited(KEYS[1], value)
+end
+return {1, value, redis.call('PTTL', KEYS[1]), fence, waiters}

@@ -49,6 +49,7 @@ for i = 1, n do
     mine = mine + 1
   elseif holder then
     blocked = blocked or KEYS[i]
+    mark_waited(KEYS[i], holder) -- a lock's release then tells the watch channel
     local left = redis.call('PTTL', KEYS[i])
     if left < 0 or pttl < 0 then
       pttl = -1

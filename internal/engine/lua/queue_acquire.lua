@@ -3,7 +3,7 @@
 -- waiters, take the lock whenever they find it free, and the queue only
 -- decides which of them a release wakes.
 --
--- KEYS[1]  the lock key (its value is the holder's token)
+-- KEYS[1]  the lock key (its value is "token:since", see holder.lua)
 -- KEYS[2]  the fence key; its name is also the lock's release channel
 -- KEYS[3]  the queue: a sorted set of waiters, scored by arrival
 -- KEYS[4]  the leases: a sorted set of waiters, scored by the time (server
@@ -27,13 +27,17 @@
 -- becomes a fair one, keeping its place at the head: the next release hands
 -- the lock over to it, so no waiter loses every race.
 --
--- Returns {1, fence}       when the lock is the caller's (fence as in acquire.lua).
+-- Returns {1, since}       when the lock is the caller's (since as in acquire.lua).
 -- Returns {0, pttl, head}  when the caller waits in the queue: pttl is the
 --                          holder's remaining time (-1: no expiry; -2: the lock
 --                          is free but an earlier waiter goes first), head is 1
 --                          when the caller is first in the queue.
 -- Returns {2, 0}           when the key exists but is not a string.
 -- Returns {4, value}       when the guard key exists (see acquire.lua).
+--
+-- A caller that waits marks the holder's value (holder.lua), so that its
+-- release passes the lock on; a caller that takes the lock while others
+-- wait marks its own.
 --
 -- Waiters whose lease ran out (they died, or gave up without saying so) are
 -- dropped here. A waiter keeps its place by calling again before its lease
@@ -73,35 +77,25 @@ local function leave()
   redis.call('ZREM', KEYS[4], fair_name, barge_name)
 end
 
-local function new_fence()
-  local fence = t[1] * 1000000 + t[2]
-  local last = tonumber(redis.pcall('GET', KEYS[2]))
-  if last and last >= fence then
-    fence = last + 1
-  end
-  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[2])
-  return fence
-end
-
-if holder == ARGV[1] then
+if holds(holder, ARGV[1]) then
   -- Ours already: handed over by a release, or our own acquire resent after
   -- a lost reply. The caller counts the lock's time from this call, so the
   -- time to live starts again now.
-  local fence = tonumber(redis.pcall('GET', KEYS[2]))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   leave()
-  if fence then
-    redis.call('PEXPIRE', KEYS[2], ARGV[2])
-    return {1, fence}
-  end
-  return {1, new_fence()}
+  return {1, since_of(holder) or (t[1] * 1000000 + t[2])}
 end
 
 local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 if holder == false and (barge or head == nil or head == fair_name) then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  local since = t[1] * 1000000 + t[2]
+  local value = ARGV[1] .. ':' .. string.format('%d', since)
   leave()
-  return {1, new_fence()}
+  if redis.call('EXISTS', KEYS[3]) == 1 then
+    value = value .. ':w' -- others wait: the release passes the lock on
+  end
+  redis.call('SET', KEYS[1], value, 'PX', ARGV[2])
+  return {1, since}
 end
 
 local lease = tonumber(ARGV[3])
@@ -114,7 +108,8 @@ if lease <= 0 then
 end
 
 -- Wait: join the queue at its end (arrival scores strictly increase), or
--- keep our place, and renew our lease.
+-- keep our place, and renew our lease; and have the release tell us.
+mark_waited(KEYS[1], holder)
 local me = join(fair_name, barge_name, barge, ARGV[6] == '1', t)
 redis.call('ZADD', KEYS[4], string.format('%d', now_ms + lease), me)
 -- The queue lives as long as its longest lease, so nothing is left behind.

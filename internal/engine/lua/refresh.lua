@@ -15,8 +15,8 @@
 -- this holding ended it (see release.lua's marker), 0 when it was not ours
 -- (expired, taken by another holder, deleted, another type).
 --
--- The fence key gets the same expiry, so it lives as long as the lock: it
--- marks the key as a dlock lock for Client.Scan.
+-- The fence key, if a Lock.Fence made it, gets the same expiry, so it
+-- lives as long as the lock.
 --
 -- A refresh sent twice sets the same ttl twice, the second from a moment
 -- later: still a refresh. A ReleaseAfter sent twice must not keep the lock
@@ -25,7 +25,7 @@ local freed = KEYS[3]
 if ARGV[3] and redis.pcall('GET', freed) == ARGV[3] then
   return 1
 end
-if redis.pcall('GET', KEYS[1]) == ARGV[1] then
+if holds(redis.pcall('GET', KEYS[1]), ARGV[1]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   if ARGV[3] then

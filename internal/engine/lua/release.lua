@@ -1,10 +1,12 @@
 -- release.lua: delete the lock if, and only if, the caller still holds it,
--- and pass it on: hand it over to the first fair waiter of its queue, or
--- wake the first barging one (see queue_acquire.lua); with nobody queued,
--- only those that watch the lock (WaitRelease) are told, on the watch
--- channel: every waiter that listens on one deployment is in the queue.
--- (On a Redlock node, which has no queue, the lock's channel is told.)
--- A waiter giving up also leaves the queue with it.
+-- and pass it on if someone waits for it (its value is marked so, see
+-- holder.lua): hand it over to the first fair waiter of its queue, or wake
+-- the first barging one (see queue_acquire.lua), and tell those that watch
+-- the lock (WaitRelease, ObtainMulti) on the watch channel. A lock nobody
+-- waits for costs three commands: GET, DEL, and the SET of the release
+-- marker. (On a Redlock node, which has no queue and whose lock is a token
+-- alone, the lock's channel and the watch channel are told.) A waiter
+-- giving up also leaves the queue with it.
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the fence key, whose name is also the lock's release channel
@@ -49,9 +51,9 @@
 -- lock not the caller's looks for it. The marker is the only write a
 -- release adds; the acquire adds none (acquire.lua knows its own token).
 --
--- A fair waiter at the head gets the lock at once, with the next fence,
--- for its own ttl but no longer than ARGV[4], and the message
--- "token:fence" tells it so: on the waiter's own channel if it gave one,
+-- A fair waiter at the head gets the lock at once, since now, for its own
+-- ttl but no longer than ARGV[4] (marked as waited for if others wait
+-- behind it), and the message "token:since" tells it so: on the waiter's own channel if it gave one,
 -- so that no other waiter wakes for nothing, else on the lock's. A waiter
 -- whose ttl is no longer than that needs no further round trip; the others
 -- extend the lock to their ttl with queue_acquire.lua, which finds it
@@ -69,7 +71,10 @@ local watch = watch_channel()
 local freed = KEYS[#KEYS]
 local n = #KEYS - 1 -- the keys before the marker
 local released = 0
-if redis.pcall('GET', KEYS[1]) == ARGV[1] then
+local value = redis.pcall('GET', KEYS[1])
+local told = true -- someone may wait: tell them
+if holds(value, ARGV[1]) then
+  told = waited(value)
   redis.call('DEL', KEYS[1])
   redis.call('SET', freed, ARGV[7], 'PX', ARGV[8])
   released = 1
@@ -91,7 +96,7 @@ else
   end
 end
 if n < 4 then
-  if released == 1 and ARGV[2] ~= 'quiet' then
+  if released == 1 and ARGV[2] ~= 'quiet' and told then
     redis.pcall('PUBLISH', KEYS[2], '')
     redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
   end
@@ -109,7 +114,7 @@ if ARGV[2] == 'leave' then
   end
 elseif released == 0 then
   return 0
-elseif ARGV[2] == 'quiet' then
+elseif ARGV[2] == 'quiet' or not told then
   return 1
 end
 
@@ -141,16 +146,11 @@ for _ = 1, 100 do
   local barging = string.sub(head, 1, 1) == '*'
   local token, ttl, channel = string.match(head, '^%*?([^:]*):(%d+):?(.*)$')
   if token and lease and lease > now_ms then
-    local fence
+    local since
     local message = token
     if not barging then
-      fence = t[1] * 1000000 + t[2]
-      local last = tonumber(redis.pcall('GET', KEYS[2]))
-      if last and last >= fence then
-        fence = last + 1
-      end
-      fence = string.format('%d', fence)
-      message = token .. ':' .. fence
+      since = string.format('%d', t[1] * 1000000 + t[2])
+      message = token .. ':' .. since
     end
     local heard = tell(channel, message)
     if not (counted and heard == 0) then
@@ -160,10 +160,12 @@ for _ = 1, 100 do
         redis.call('ZADD', KEYS[4], 'LT', now_ms + cap, head)
       else
         ttl = math.min(tonumber(ttl), cap)
-        redis.call('SET', KEYS[1], token, 'PX', ttl)
-        redis.call('SET', KEYS[2], fence, 'PX', ttl)
         redis.call('ZREM', KEYS[3], head)
         redis.call('ZREM', KEYS[4], head)
+        if redis.call('EXISTS', KEYS[3]) == 1 then
+          message = message .. ':w' -- others wait behind it
+        end
+        redis.call('SET', KEYS[1], message, 'PX', ttl)
       end
       redis.pcall('PUBLISH', watch, '') -- an ACL may forbid it: WaitRelease then waits for the ttl
       return released

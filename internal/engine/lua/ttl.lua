@@ -6,7 +6,7 @@
 --
 -- Returns {1, pttl} when the lock is ours (pttl in milliseconds, -1 when the
 -- key has no expiry), {0, 0} when it is not ours.
-if redis.pcall('GET', KEYS[1]) == ARGV[1] then
+if holds(redis.pcall('GET', KEYS[1]), ARGV[1]) then
   return {1, redis.call('PTTL', KEYS[1])}
 end
 return {0, 0}

@@ -100,11 +100,10 @@ func lostLock(ctx context.Context, d *env) result {
 	var cause error        // why
 	b := make(chan takeover, 1)
 	errA := lockerA.Do(ctx, key, cutTTL, func(work context.Context) error {
-		info, err := d.locker.Inspect(work, key) // the fence A got: the last one handed out
-		if err != nil {
-			return err
+		lock, _ := dlock.LockFromContext(work)
+		if fenceA = lock.Fence(); fenceA == 0 { // A starts its work with its fence
+			return errors.New("worker A got no fence")
 		}
-		fenceA = info.Fence
 		store.write(fenceA)
 		cut.cut.Store(true)
 		go func() { b <- d.takeOver(ctx, key) }()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/fence"
-	"github.com/redis/go-redis/v9"
 	_ "modernc.org/sqlite" // registers "sqlite": a database in a file, no C toolchain
 )
 
@@ -33,6 +32,7 @@ func expiredHolder(ctx context.Context, d *env) result {
 	if err != nil {
 		return failed(err)
 	}
+	fenceA := a.Fence()                          // A starts its work with its fence
 	if err := sleep(ctx, pauseFor); err != nil { // A pauses
 		return failed(err)
 	}
@@ -57,7 +57,7 @@ func expiredHolder(ctx context.Context, d *env) result {
 	if err != nil {
 		return failed(err)
 	}
-	aWrote, err := saveReport(ctx, db, key, a.Fence(), "A's report") // A is back and carries on
+	aWrote, err := saveReport(ctx, db, key, fenceA, "A's report") // A is back and carries on
 	if err != nil {
 		return failed(err)
 	}
@@ -70,8 +70,8 @@ func expiredHolder(ctx context.Context, d *env) result {
 	if err != nil && !errors.Is(err, dlock.ErrNotHeld) {
 		return failed(fmt.Errorf("holder B's lock after A's release: %w", err))
 	}
-	holder, err := d.rdb.Get(ctx, key).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	holder, err := d.locker.Inspect(ctx, key)
+	if err != nil {
 		return failed(err)
 	}
 
@@ -81,11 +81,11 @@ func expiredHolder(ctx context.Context, d *env) result {
 	if !errors.Is(aReleased, dlock.ErrNotHeld) {
 		problems = append(problems, fmt.Sprintf("A's release returned %v, want ErrNotHeld", aReleased))
 	}
-	if bTTL <= 0 || holder != b.Token() {
-		problems = append(problems, fmt.Sprintf("B's lock was touched (ttl %v, held by B: %t)", bTTL, holder == b.Token()))
+	if heldByB := holder.Fingerprint == b.Fingerprint(); bTTL <= 0 || !heldByB {
+		problems = append(problems, fmt.Sprintf("B's lock was touched (ttl %v, held by B: %t)", bTTL, heldByB))
 	}
-	if a.Fence() >= b.Fence() || aWrote || !bWrote || stored != "B's report" {
-		problems = append(problems, fmt.Sprintf("fence of A %d not below B's %d, or A's write kept (stored: %s)", a.Fence(), b.Fence(), stored))
+	if fenceA == 0 || fenceA >= b.Fence() || aWrote || !bWrote || stored != "B's report" {
+		problems = append(problems, fmt.Sprintf("fence of A %d not below B's %d, or A's write kept (stored: %s)", fenceA, b.Fence(), stored))
 	}
 	return verdict(happened, "B's lock intact, fence A < B", problems)
 }

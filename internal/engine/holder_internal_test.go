@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock/redistest"
+)
+
+// lockValues are values a lock key may hold: dlock's forms, and others.
+var lockValues = []string{
+	"tok:1795751633688874", "tok:1795751633688874:w", "tok", "", ":", "tok:", "tok::w", "tok:12x",
+	"a:b:c", "a:1:2", "tok:1:w:w", "tok:w", "uuid-4f1c", "tok~host%3A1.v%3Aal:17:w", "tok:007", "0:00000000",
+	"tok:99999999999999999999999",
+}
+
+// SplitValue reads a lock's value as the scripts do (holder.lua).
+func TestSplitValueAgreesWithTheScripts(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t).Client()
+	read := holderLua + "\nreturn {token_of(ARGV[1]), since_of(ARGV[1]) or 0, waited(ARGV[1]) and 1 or 0}"
+	for _, v := range lockValues {
+		got, err := rdb.Eval(context.Background(), read, nil, v).Slice()
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		token, since := SplitValue(v)
+		if got[0] != token || since != 0 && got[1] != since {
+			t.Errorf("%q: the scripts read token %q, since %v; SplitValue %q, %d", v, got[0], got[1], token, since)
+		}
+		if wantWaited := token == v || strings.HasSuffix(v, ":w"); (got[2] == int64(1)) != wantWaited {
+			t.Errorf("%q: waited = %v, want %v", v, got[2], wantWaited)
+		}
+	}
+}
+
+func FuzzSplitValue(f *testing.F) {
+	for _, v := range lockValues {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		token, since := SplitValue(v)
+		if token == v {
+			if since != 0 {
+				t.Fatalf("%q: a token alone, with since %d", v, since)
+			}
+			return
+		}
+		digits := strings.TrimSuffix(strings.TrimPrefix(v, token+":"), ":w")
+		if token == "" || strings.Contains(token, ":") || v != token+":"+digits && v != token+":"+digits+":w" || strings.Trim(digits, "0123456789") != "" {
+			t.Fatalf("%q: token %q, since %d", v, token, since)
+		}
+	})
+}
+
+// Scan tells a lock's value from other strings by its first and last
+// bytes.
+func TestLooksLikeLock(t *testing.T) {
+	t.Parallel()
+	random := strings.Repeat("aZ9-_", 5)[:RandomTokenLen]
+	for _, c := range []struct {
+		value string
+		want  bool
+	}{
+		{random + ":1795751633688874", true},
+		{random + ":1795751633688874:w", true},
+		{random + "~vm pid 1 (x).value:1795751633688874", true},
+		{random + ".v:1", true},
+		{random, false},                   // a token alone (a Redlock node's, which its fence key lists)
+		{random + ":", false},             // no since
+		{random + ":17x", false},          // not digits
+		{"short:1795751633688874", false}, // not a token
+		{strings.Repeat("!", RandomTokenLen) + ":1", false},
+		{"", false},
+	} {
+		head, tail := c.value[:min(len(c.value), RandomTokenLen+1)], c.value[max(0, len(c.value)-valueTailLen):]
+		if got := looksLikeLock(head, tail); got != c.want {
+			t.Errorf("looksLikeLock(%q) = %v, want %v", c.value, got, c.want)
+		}
+	}
+}
+
+// A lock nobody waits for holds "token:since"; a waiter that joins its
+// queue marks it "token:since:w", and its release then hands it over to
+// the waiter, marked again only while others wait behind it.
+func TestWaiterMarksTheLock(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	n := newNode(rdb, ReplicaAck{}, batchLanes, nil)
+	keys := queueKeys("mark:lock")
+	run := func(o op) reply {
+		t.Helper()
+		r, err := n.run(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	attemptOf := func(token string, wait bool) attempt {
+		a := attempt{kind: KindLock, keys: keys, token: token, arg: token, ttl: time.Minute, fair: wait,
+			rel: releaseSetting{counted: n.counted, markerTTL: 60000}}
+		if wait {
+			a.lease = waitLease
+		}
+		return a
+	}
+	valueIs := func(want string) {
+		t.Helper()
+		v := rdb.Get(ctx, "mark:lock").Val()
+		token, since := SplitValue(v)
+		if token+strings.TrimPrefix(v, token+":"+strconv.FormatInt(since, 10)) != want || since <= 0 {
+			t.Errorf("the lock holds %q, want %q with a since", v, want)
+		}
+	}
+	holder := attemptOf("holder", false)
+	if r := run(holder.op()); r.code != acquired || r.value <= 0 {
+		t.Fatalf("holder: %+v", r)
+	}
+	valueIs("holder")
+	if r := run(attemptOf("w1", true).op()); r.code != held {
+		t.Fatalf("w1: %+v", r)
+	}
+	valueIs("holder:w")
+	if r := run(attemptOf("w2", true).op()); r.code != held {
+		t.Fatalf("w2: %+v", r)
+	}
+	valueIs("holder:w")
+	if r := run(holder.undo(false)); r.code != ours {
+		t.Fatalf("release: %+v", r)
+	}
+	valueIs("w1:w") // handed over, with w2 behind it
+	w1 := attemptOf("w1", false)
+	if r := run(w1.undo(false)); r.code != ours {
+		t.Fatalf("w1's release: %+v", r)
+	}
+	valueIs("w2") // handed over, nobody behind
+	if n := rdb.Exists(ctx, keys[2], keys[3]).Val(); n != 0 {
+		t.Errorf("%d keys of the queue are left with nobody in it", n)
+	}
+}
