@@ -162,7 +162,7 @@ func TestObtainMultiSlots(t *testing.T) {
 					free(ctx, t, key)
 				}
 			}
-			if v := rdb.Get(ctx, blocked).Val(); v != other.Token() {
+			if v := rdb.Get(ctx, blocked).Val(); tokenOf(v) != other.Token() {
 				t.Errorf("the held key holds %q, want its holder's token", v)
 			}
 			if err := other.Release(ctx); err != nil {

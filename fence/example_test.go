@@ -55,7 +55,12 @@ func Example() {
 	}
 	defer b.Release(ctx)
 
-	fmt.Println("B:", saveReport(ctx, db, b.Key(), b.Fence(), "B's report"))
+	lock := b // B holds the lock now, and writes with its fence
+	save := func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO reports (id, body) VALUES (1, ?)", "B's report")
+		return err
+	}
+	fmt.Println("B:", fence.Guard(ctx, db, lock.Key(), lock.Fence(), save))
 	err = saveReport(ctx, db, a.Key(), fenceA, "A's report") // A is back, and writes
 	fmt.Println("A refused:", errors.Is(err, fence.ErrStale))
 	// Output:

@@ -53,8 +53,9 @@
 --
 -- A fair waiter at the head gets the lock at once, since now, for its own
 -- ttl but no longer than ARGV[4] (marked as waited for if others wait
--- behind it), and the message "token:since" tells it so: on the waiter's own channel if it gave one,
--- so that no other waiter wakes for nothing, else on the lock's. A waiter
+-- behind it), and the message "token:since" tells it so: on the waiter's
+-- own channel if it gave one, so that no other waiter wakes for nothing,
+-- else on the lock's. A waiter
 -- whose ttl is no longer than that needs no further round trip; the others
 -- extend the lock to their ttl with queue_acquire.lua, which finds it
 -- theirs. A barging waiter at the head gets the message "token": it tries
