@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,8 +34,12 @@ func TestCommandDiesWithDlock(t *testing.T) {
 			waitUntil(t, "the command to start", func() bool {
 				data, err := os.ReadFile(pidFile)
 				pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-				return err == nil && pid > 0
+				return err == nil && pid > 0 || exited(p.cmd.Process.Pid)
 			})
+			if pid <= 0 {
+				o := p.wait(t)
+				t.Fatalf("dlock %s exited before its command started: code %d, stderr %q", verb, o.code, o.stderr)
+			}
 			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // before the fix, it ran on
 			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
@@ -103,4 +108,16 @@ func TestCommandOutlivesStartingThread(t *testing.T) {
 		exited <- died // for the cleanup
 		t.Fatalf("the command died with the thread of the goroutine that asked to start it: %v", died)
 	}
+}
+
+// exited reports whether the child process pid has exited (a zombie its
+// parent has not reaped yet, or gone).
+func exited(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command's name, which is in parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	return i > 0 && i+2 < len(data) && data[i+2] == 'Z'
 }
