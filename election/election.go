@@ -112,8 +112,9 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 		}
 		term := lock.Fence()
 		if term == 0 {
-			// A Redlock quorum could not agree on a term: the lock was
-			// lost, or too many nodes failed. Campaign again.
+			// No term: the lock was lost before Redis handed one out,
+			// or a Redlock quorum could not agree on one (too many nodes
+			// failed). Campaign again.
 			e.log().Warn("election: the seat was taken without a term agreed by a quorum; campaigning again",
 				slog.String("election", e.name))
 			rctx, cancel := e.cleanupContext(ctx)
@@ -132,8 +133,8 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 
 // Leader returns who leads the election now, or an error wrapping
 // ErrNoLeader when nobody does. It is one round trip (dlock's Inspect).
-// On a Redlock, a candidate that just won counts from the moment its term
-// is known to a quorum.
+// A candidate that just won counts from the moment its term is handed
+// out, right after it took the seat (on a Redlock, once a quorum knows it).
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := e.usable(); err != nil {
 		return Leader{}, err

@@ -73,8 +73,9 @@ func (o *observer) step(ctx context.Context) error {
 	}
 	switch {
 	case info.Held && info.Fence == 0:
-		// A Redlock candidate that won, but whose term is not on a quorum
-		// yet (or a holder that is no candidate): look again shortly.
+		// A candidate that won, but whose term is not handed out yet (on
+		// a Redlock, not on a quorum yet), or a holder that is no
+		// candidate: look again shortly.
 		if !sleep(ctx, min(o.e.cfg.ttl/10+time.Millisecond, 100*time.Millisecond)) {
 			return ctx.Err()
 		}

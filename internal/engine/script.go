@@ -8,12 +8,14 @@ import (
 
 // The Lua scripts, one file per operation; each file's header documents its
 // KEYS, ARGV and replies. The acquires that queue run after queue.lua, the
-// releases after release_marker.lua, and a lock's scripts after holder.lua:
-// what each group shares. Embedding them one by one makes a missing file a
-// build error.
+// releases after release_marker.lua, and a lock's scripts after holder.lua
+// and, those that read more of its value, holder_value.lua: what each group
+// shares. Embedding them one by one makes a missing file a build error.
 var (
 	//go:embed lua/holder.lua
 	holderLua string
+	//go:embed lua/holder_value.lua
+	holderValueLua string
 	//go:embed lua/queue.lua
 	queueLua string
 	//go:embed lua/release_marker.lua
@@ -67,11 +69,11 @@ var (
 	refreshScript = newScript(holderLua + refreshLua)
 	ttlScript     = newScript(holderLua + ttlLua)
 
-	queueAcquireScript = newScript(holderLua + queueLua + queueAcquireLua)
-	raiseFenceScript   = newScript(holderLua + raiseFenceLua)
+	queueAcquireScript = newScript(holderLua + holderValueLua + queueLua + queueAcquireLua)
+	raiseFenceScript   = newScript(holderLua + holderValueLua + raiseFenceLua)
 
-	inspectScript      = newScript(holderLua + inspectLua)
-	forceReleaseScript = newScript(holderLua + forceReleaseLua)
+	inspectScript      = newScript(holderValueLua + inspectLua)
+	forceReleaseScript = newScript(holderValueLua + forceReleaseLua)
 
 	// the shared holds: semaphores, RW locks
 	holdAcquireScript    = newScript(queueLua + holdAcquireLua)
@@ -81,7 +83,7 @@ var (
 	holdRaiseFenceScript = newScript(holdRaiseFenceLua)
 
 	// the multi-key holdings (see multi.go)
-	multiAcquireScript = newScript(holderLua + multiAcquireLua)
+	multiAcquireScript = newScript(holderValueLua + multiAcquireLua)
 	// (release, refresh, ttl and store fence run once per slot when the keys
 	// are in several Cluster slots, see multi_slots.go)
 	multiReleaseScript    = perSlot(newScript(multiReleaseLua))

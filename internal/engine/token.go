@@ -127,23 +127,22 @@ func newMarkedToken(fenceKey, class, holder, value string) (marker, name, token 
 
 // SplitValue returns the token and the since of a lock's value in Redis
 // (see holder.lua): "token:since", or "token:since:w" once someone waits
-// for it, where token has no colon and since is digits; a value of
-// another form is a token alone, with since 0. It reads a value as the
-// scripts' token_of does.
+// for it. The token is what comes before the first colon (the whole value
+// if it has none, as a Redlock node's lock or another client's), and since
+// the digits after it; 0 if there are none. It reads a value as the
+// scripts' token_of and since_of do.
 func SplitValue(v string) (token string, since int64) {
-	rest := strings.TrimSuffix(v, ":w")
-	i := strings.IndexByte(rest, ':')
-	if i <= 0 || i == len(rest)-1 {
+	token, rest, found := strings.Cut(v, ":")
+	if !found {
 		return v, 0
 	}
-	for _, c := range []byte(rest[i+1:]) {
-		if c < '0' || c > '9' {
-			return v, 0
-		}
+	digits := strings.TrimSuffix(rest, ":w")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return token, 0
 	}
-	since, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	since, err := strconv.ParseInt(digits, 10, 64)
 	if err != nil {
-		since = 0 // it overflows: no time of dlock's
+		return token, 0 // it overflows: no time of dlock's
 	}
-	return rest[:i], since
+	return token, since
 }

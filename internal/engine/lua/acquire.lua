@@ -41,6 +41,6 @@ if type(holder) ~= 'string' then
   return {2, 0} -- GET failed: a key of another type
 elseif holds(holder, ARGV[1]) then
   -- Our own acquire, resent: the lock is ours, since the first copy.
-  return {1, since_of(holder) or since}
+  return {1, tonumber(string.match(holder, '^[^:]*:(%d+)')) or since}
 end
 return {0, redis.call('PTTL', KEYS[1])}

@@ -75,7 +75,9 @@ local released = 0
 local value = redis.pcall('GET', KEYS[1])
 local told = true -- someone may wait: tell them
 if holds(value, ARGV[1]) then
-  told = waited(value)
+  -- nobody waits for "token:since": a token alone, or one marked ":w",
+  -- tells whoever may listen
+  told = value == ARGV[1] or string.byte(value, -1) == 119 -- 'w'
   redis.call('DEL', KEYS[1])
   redis.call('SET', freed, ARGV[7], 'PX', ARGV[8])
   released = 1
