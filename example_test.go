@@ -150,12 +150,13 @@ func ExampleLock_Fence() {
 		return 1`)
 
 	first, _ := locker.TryObtain(ctx, "doc:7", 20*time.Millisecond)
+	firstFence := first.Fence()       // asked for as the work starts
 	time.Sleep(50 * time.Millisecond) // first is paused past its ttl
 	second, _ := locker.TryObtain(ctx, "doc:7", time.Minute)
 	defer second.Release(ctx)
 
 	ok2, _ := write.Run(ctx, rdb, []string{"doc:7:data"}, second.Fence(), "from second").Int()
-	ok1, _ := write.Run(ctx, rdb, []string{"doc:7:data"}, first.Fence(), "from first").Int()
+	ok1, _ := write.Run(ctx, rdb, []string{"doc:7:data"}, firstFence, "from first").Int()
 	fmt.Println("second written:", ok2 == 1, "late first refused:", ok1 == 0)
 	// Output: second written: true late first refused: true
 }

@@ -154,12 +154,7 @@ func (e *resendEnv) lockCalls() []resentCall {
 		var fence int64
 		calls = append(calls, resentCall{
 			name: "fence",
-			call: func(context.Context) error {
-				if fence = lock.Fence(); fence == 0 {
-					return errors.New("no fence")
-				}
-				return nil
-			},
+			call: firstFence(lock, &fence),
 			check: func(t *testing.T, ctx context.Context, err error) {
 				if err != nil {
 					t.Fatalf("Fence: %v", err)
@@ -369,6 +364,17 @@ func (e *resendEnv) holdCalls() []resentCall {
 	return calls
 }
 
+// firstFence returns a call that asks lock for its first fence, into
+// *fence: its one round (two on a Redlock) is what the pause catches.
+func firstFence(lock *dlock.Lock, fence *int64) func(context.Context) error {
+	return func(context.Context) error {
+		if *fence = lock.Fence(); *fence == 0 {
+			return errors.New("no fence")
+		}
+		return nil
+	}
+}
+
 // redlockFence returns the first Fence of a Redlock lock, whose two rounds
 // wait for the nodes (the node timeout outlasts the pause): every node
 // ends with the fence handed out, and its holder's tag.
@@ -396,12 +402,7 @@ func redlockFence(t *testing.T, nodes []*redistest.Server) resentCall {
 	var fence int64
 	return resentCall{
 		name: "redlock fence",
-		call: func(context.Context) error {
-			if fence = lock.Fence(); fence == 0 {
-				return errors.New("no fence")
-			}
-			return nil
-		},
+		call: firstFence(lock, &fence),
 		check: func(t *testing.T, ctx context.Context, err error) {
 			if err != nil {
 				t.Fatalf("Fence: %v", err)
