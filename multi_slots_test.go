@@ -5,8 +5,6 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,46 +304,8 @@ func TestObtainMultiSlots(t *testing.T) {
 	t.Run("opposite orders", func(t *testing.T) {
 		ctx := testenv.Timeout(t, 2*time.Minute)
 		keys := []string{keyInSlot(t, slotA, "a"), keyInSlot(t, slotB, "b"), keyInSlot(t, slotC, "c")}
-		reversed := slices.Clone(keys)
-		slices.Reverse(reversed)
-		var inside [3]atomic.Int32
-		var wg sync.WaitGroup
-		for g := range 6 {
-			locker := lockenv.Locker(t, rdb)
-			wg.Go(func() {
-				for range 20 {
-					var lock *dlock.Lock
-					var err error
-					held := []int{0, 1, 2}
-					switch g % 3 {
-					case 0:
-						lock, err = locker.ObtainMulti(ctx, keys, time.Minute)
-					case 1:
-						lock, err = locker.ObtainMulti(ctx, reversed, time.Minute)
-					default:
-						lock, err = locker.Obtain(ctx, keys[g%3], time.Minute)
-						held = []int{g % 3}
-					}
-					if err != nil {
-						t.Errorf("obtain: %v", err)
-						return
-					}
-					for _, i := range held {
-						if n := inside[i].Add(1); n != 1 {
-							t.Errorf("%d holders of %s at once", n, keys[i])
-						}
-					}
-					for _, i := range held {
-						inside[i].Add(-1)
-					}
-					if err := lock.Release(ctx); err != nil {
-						t.Errorf("Release: %v", err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
+		newLocker := func() *dlock.Client { return lockenv.Locker(t, rdb) }
+		contendInOppositeOrders(ctx, t, newLocker, keys, 6, 20)
 		free(ctx, t, keys...)
 	})
 

@@ -206,27 +206,41 @@ func TestObtainMultiBadInput(t *testing.T) {
 func TestObtainMultiOppositeOrders(t *testing.T) {
 	t.Parallel()
 	ctx := testenv.Timeout(t, 2*time.Minute)
-	keys := multiKeys(t, "a", "b")
-	reversed := []string{keys[1], keys[0]}
-	var inside [2]atomic.Int32
+	newLocker := func() *dlock.Client { return lockenv.Locker(t, nil) }
+	contendInOppositeOrders(ctx, t, newLocker, multiKeys(t, "a", "b"), 10, 50)
+}
+
+// contendInOppositeOrders has callers goroutines, each on a Client of its
+// own, take keys rounds times each, waiting: all of them in keys' order, all
+// of them in the reverse order, or one of them alone, by turns. It fails the
+// test if a key ever has two holders at once, or a call fails (as one that
+// waits until ctx ends does).
+func contendInOppositeOrders(ctx context.Context, t *testing.T, newLocker func() *dlock.Client, keys []string, callers, rounds int) {
+	t.Helper()
+	reversed := slices.Clone(keys)
+	slices.Reverse(reversed)
+	all := make([]int, len(keys))
+	for i := range all {
+		all[i] = i
+	}
+	inside := make([]atomic.Int32, len(keys))
 	var wg sync.WaitGroup
-	for g := range 10 {
-		locker := lockenv.Locker(t, nil)
+	for g := range callers {
+		locker := newLocker()
 		wg.Go(func() {
-			for range 50 {
+			for range rounds {
 				var lock *dlock.Lock
 				var err error
-				var held []int
-				switch g % 5 {
-				case 0, 1:
+				held := all
+				switch g % 3 {
+				case 0:
 					lock, err = locker.ObtainMulti(ctx, keys, time.Minute)
-					held = []int{0, 1}
-				case 2, 3:
+				case 1:
 					lock, err = locker.ObtainMulti(ctx, reversed, time.Minute)
-					held = []int{0, 1}
 				default:
-					lock, err = locker.Obtain(ctx, keys[g%2], time.Minute)
-					held = []int{g % 2}
+					one := (g / 3) % len(keys)
+					lock, err = locker.Obtain(ctx, keys[one], time.Minute)
+					held = []int{one}
 				}
 				if err != nil {
 					t.Errorf("obtain: %v", err)
