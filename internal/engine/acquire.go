@@ -54,15 +54,13 @@ func (e *Engine) try(ctx context.Context, a attempt, cfg Config) (h *Hold, r rep
 // reply r, renewed if cfg says so.
 func (e *Engine) hold(a attempt, r reply, sent time.Time, cfg Config) (*Hold, error) {
 	h := e.newHold()
-	switch {
-	case r.granted != nil:
-		h.init(e, a, 0, sent)
+	fence := r.value
+	if a.kind.fenceLater || r.granted != nil {
+		fence = 0 // handed out at the first Fence; r.value is the time it was taken
+	}
+	h.init(e, a, fence, sent)
+	if r.granted != nil {
 		h.raise = &fenceRaise{q: e.quorum, kind: a.kind, keys: a.keys, token: a.arg, granted: r.granted}
-	case a.kind.fenceLater:
-		h.init(e, a, 0, sent) // r.value is the time it was taken
-		h.fenceLater = true
-	default:
-		h.init(e, a, r.value, sent)
 	}
 	h.renewed, h.record = cfg.AutoRenew, cfg.Record
 	if cfg.AutoRenew {

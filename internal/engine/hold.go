@@ -55,9 +55,6 @@ type Hold struct {
 	cancel context.CancelCauseFunc // of life
 	expiry *time.Timer             // without auto-renew: ends the hold at Until, once life exists
 	raise  *fenceRaise             // Redlock: hands out the fence, on a quorum, at the first Fence
-	// fenceLater: on one deployment, the first Fence has Redis hand out
-	// the fence (see Kind.fenceLater); set before the Hold is shared
-	fenceLater bool
 	// Redlock: the acquire's nodes that had not answered; calls to them
 	// wait for them (set before the Hold is shared, then only read)
 	stragglers *round.Stragglers
@@ -94,7 +91,7 @@ func (h *Hold) Token() string { return h.token }
 // call: by Redis, or on a Redlock by a quorum (see fenceRaise and
 // dlock.Lock.Fence); 0 if that fails.
 func (h *Hold) Fence() int64 {
-	if h.raise != nil || h.fenceLater {
+	if h.raise != nil || h.kind.fenceLater {
 		h.raised.Do(func() {
 			ctx, cancel := context.WithDeadline(context.Background(), h.Until())
 			defer cancel()
