@@ -91,14 +91,7 @@ func TestWaiterMarksTheLock(t *testing.T) {
 	ctx := context.Background()
 	n := newNode(rdb, ReplicaAck{}, batchLanes, nil)
 	keys := queueKeys("mark:lock")
-	run := func(o op) reply {
-		t.Helper()
-		r, err := n.run(ctx, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	run := func(o op) reply { t.Helper(); return mustRun(t, n, o) }
 	attemptOf := func(token string, wait bool) attempt {
 		a := attempt{kind: KindLock, keys: keys, token: token, arg: token, ttl: time.Minute, fair: wait,
 			rel: releaseSetting{counted: n.counted, markerTTL: 60000}}
