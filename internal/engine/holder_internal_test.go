@@ -134,3 +134,46 @@ func TestWaiterMarksTheLock(t *testing.T) {
 		t.Errorf("%d keys of the queue are left with nobody in it", n)
 	}
 }
+
+// TestRefreshNamesItsLockByValue runs refresh.lua on the values a lock's
+// refresh can find: it names the lock by the value its acquire set,
+// "token:since", and must also find it marked as waited for since, by a
+// token alone (a Redlock node's lock), and never another holder's.
+func TestRefreshNamesItsLockByValue(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t).Client()
+	ctx := context.Background()
+	const theirs = 0
+	for _, c := range []struct {
+		stored, arg string
+		want        int64
+	}{
+		{"tok:1764220000000000", "tok:1764220000000000", ours},
+		{"tok:1764220000000000:w", "tok:1764220000000000", ours}, // marked since
+		{"tok:1764220000000001", "tok:1764220000000000", ours},   // a since the caller did not know
+		{"tok", "tok", ours},                                       // a Redlock node's lock
+		{"tok:1764220000000000", "tok", ours},                      // the token alone
+		{"other:1764220000000000", "tok:1764220000000000", theirs}, // another holder's
+		{"tokx:1764220000000000", "tok:1764220000000000", theirs},  // whose token starts as ours
+		{"tok:1764220000000000", "tokx:1764220000000000", theirs},  // ours is longer
+		{"", "tok:1764220000000000", theirs},                       // none: the key is missing
+	} {
+		key := "refresh-by-value:" + c.stored + ">" + c.arg
+		keys := []string{key, "{" + key + "}:fence", "{" + key + "}:freed"}
+		if c.stored != "" {
+			if err := rdb.Set(ctx, key, c.stored, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := rdb.Eval(ctx, refreshScript.src, keys, c.arg, 30000).Int64()
+		if err != nil {
+			t.Fatalf("%q named %q: %v", c.stored, c.arg, err)
+		}
+		if got != int64(c.want) {
+			t.Errorf("%q named %q: refresh.lua says %v, want %v", c.stored, c.arg, got, c.want)
+		}
+		if pttl := rdb.PTTL(ctx, key).Val(); c.want == ours && pttl > 30*time.Second {
+			t.Errorf("%q named %q: refreshed, but its ttl is still %v", c.stored, c.arg, pttl)
+		}
+	}
+}
