@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -175,5 +176,46 @@ func TestRefreshNamesItsLockByValue(t *testing.T) {
 		if pttl := rdb.PTTL(ctx, key).Val(); c.want == ours && pttl > 30*time.Second {
 			t.Errorf("%q named %q: refreshed, but its ttl is still %v", c.stored, c.arg, pttl)
 		}
+	}
+}
+
+// TestRefreshArgIsTheValue checks that a lock's refresh names it by the
+// value Redis holds, so that refresh.lua's whole compare finds it: after an
+// acquire, a default waiter's acquire and a fair waiter's handoff.
+func TestRefreshArgIsTheValue(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t).Client()
+	e := newTestEngine(t, rdb)
+	ctx := context.Background()
+	named := func(h *Hold) {
+		t.Helper()
+		if v := rdb.Get(ctx, h.Key()).Val(); h.refreshArg() != v {
+			t.Errorf("a refresh names %q, whose value in Redis is %q", h.refreshArg(), v)
+		}
+	}
+	first, err := e.TryObtain(ctx, "refresh-arg", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named(first)
+	for _, fair := range []bool{false, true} {
+		cfg := testConfig
+		cfg.Fair = fair
+		next := make(chan *Hold, 1)
+		go func() {
+			h, _, err := e.Acquire(ctx, KindLock, e.Keys("refresh-arg"), time.Second, nil, true, cfg)
+			if err != nil {
+				t.Error(err)
+			}
+			next <- h
+		}()
+		testenv.Eventually(t, 10*time.Second, "the waiter to mark the lock", func() bool { return strings.HasSuffix(rdb.Get(ctx, "refresh-arg").Val(), ":w") })
+		if err := first.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if first = <-next; first == nil {
+			return
+		}
+		named(first)
 	}
 }
