@@ -170,7 +170,7 @@ func TestRefreshNamesItsLockByValue(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q named %q: %v", c.stored, c.arg, err)
 		}
-		if got != int64(c.want) {
+		if got != c.want {
 			t.Errorf("%q named %q: refresh.lua says %v, want %v", c.stored, c.arg, got, c.want)
 		}
 		if pttl := rdb.PTTL(ctx, key).Val(); c.want == ours && pttl > 30*time.Second {
