@@ -59,6 +59,9 @@ func (e *Engine) hold(a attempt, r reply, sent time.Time, cfg Config) (*Hold, er
 		fence = 0 // handed out at the first Fence; r.value is the time it was taken
 	}
 	h.init(e, a, fence, sent)
+	if a.kind.fenceLater && r.granted == nil {
+		h.since = r.value // its value in Redis is "token:since"
+	}
 	if r.granted != nil {
 		h.raise = &fenceRaise{q: e.quorum, kind: a.kind, keys: a.keys, token: a.arg, granted: r.granted}
 	}

@@ -73,3 +73,13 @@ func (s testShared) try(ctx context.Context, kind *Kind, ttl time.Duration) (*Ho
 	h, _, err := s.e.Acquire(ctx, kind, HoldKeys(s.key), ttl, s.limit, false, cfg)
 	return h, err
 }
+
+// mustRun runs o on n and returns its reply, failing the test on an error.
+func mustRun(t testing.TB, n *node, o op) reply {
+	t.Helper()
+	r, err := n.run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,13 @@ type Hold struct {
 	stragglers *round.Stragglers
 	raised     sync.Once
 	renewal    renew.State // the renewer's bookkeeping (see renewedHold)
+	// since: a lock on one deployment, the server's time of its acquire,
+	// whose value in Redis is "token:since" (see holder.lua); 0 for other
+	// holdings. value is that value, made at the first refresh (see
+	// refreshArg).
+	since     int64
+	valueOnce sync.Once
+	value     any
 }
 
 // init makes h the Hold that the acquire a obtained, with the fence it got.
@@ -409,7 +417,24 @@ func (h *Hold) releaseOp() op {
 
 func (h *Hold) refreshOp(ttl time.Duration) op {
 	o := op{name: "refresh", keys: h.kind.scriptKeys(h.keys), ttl: ttl, after: h.stragglers, onQuorum: (*quorum).refresh}
-	return withMarkedArgs(o, h.kind.refresh, h.keyArgs, h.boxedMarker(), refreshArgv{holder: h.arg, ttl: ttl.Milliseconds()})
+	return withMarkedArgs(o, h.kind.refresh, h.keyArgs, h.boxedMarker(), refreshArgv{holder: h.refreshArg(), ttl: ttl.Milliseconds()})
+}
+
+// refreshArg is how a refresh names the holder (refresh.lua's ARGV[1]): a
+// lock on one deployment by its value as its acquire set it,
+// "token:since", which the script compares whole before it reads a value
+// marked since by its token; other holdings by their name. The value is
+// made and boxed once, at the first refresh, so that an acquire that is
+// never refreshed allocates nothing for it.
+func (h *Hold) refreshArg() any {
+	if h.since == 0 {
+		return h.arg
+	}
+	h.valueOnce.Do(func() {
+		name, _ := h.arg.(string)
+		h.value = name + ":" + strconv.FormatInt(h.since, 10)
+	})
+	return h.value
 }
 
 // releaseAfterOp is the refresh that ends the holding here and keeps it in
@@ -417,7 +442,7 @@ func (h *Hold) refreshOp(ttl time.Duration) op {
 // one, which leaves the release marker (see refresh.lua).
 func (h *Hold) releaseAfterOp(d time.Duration) op {
 	o := op{name: "release", keys: h.kind.scriptKeys(h.keys), ttl: d, after: h.stragglers, onQuorum: (*quorum).refresh}
-	return withMarkedArgs(o, h.kind.refresh, h.keyArgs, h.boxedMarker(), refreshArgv{holder: h.arg, ttl: d.Milliseconds(), call: h.nextCall(), markerTTL: h.e.markerTTL})
+	return withMarkedArgs(o, h.kind.refresh, h.keyArgs, h.boxedMarker(), refreshArgv{holder: h.refreshArg(), ttl: d.Milliseconds(), call: h.nextCall(), markerTTL: h.e.markerTTL})
 }
 
 // boxedMarker returns h.marker boxed as a pointer, which allocates

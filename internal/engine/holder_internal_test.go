@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redistest"
 )
 
@@ -91,14 +92,7 @@ func TestWaiterMarksTheLock(t *testing.T) {
 	ctx := context.Background()
 	n := newNode(rdb, ReplicaAck{}, batchLanes, nil)
 	keys := queueKeys("mark:lock")
-	run := func(o op) reply {
-		t.Helper()
-		r, err := n.run(ctx, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	run := func(o op) reply { t.Helper(); return mustRun(t, n, o) }
 	attemptOf := func(token string, wait bool) attempt {
 		a := attempt{kind: KindLock, keys: keys, token: token, arg: token, ttl: time.Minute, fair: wait,
 			rel: releaseSetting{counted: n.counted, markerTTL: 60000}}
@@ -139,5 +133,89 @@ func TestWaiterMarksTheLock(t *testing.T) {
 	valueIs("w2") // handed over, nobody behind
 	if n := rdb.Exists(ctx, keys[2], keys[3]).Val(); n != 0 {
 		t.Errorf("%d keys of the queue are left with nobody in it", n)
+	}
+}
+
+// TestRefreshNamesItsLockByValue runs refresh.lua on the values a lock's
+// refresh can find: it names the lock by the value its acquire set,
+// "token:since", and must also find it marked as waited for since, by a
+// token alone (a Redlock node's lock), and never another holder's.
+func TestRefreshNamesItsLockByValue(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t).Client()
+	ctx := context.Background()
+	const theirs = 0
+	for _, c := range []struct {
+		stored, arg string
+		want        int64
+	}{
+		{"tok:1764220000000000", "tok:1764220000000000", ours},
+		{"tok:1764220000000000:w", "tok:1764220000000000", ours}, // marked since
+		{"tok:1764220000000001", "tok:1764220000000000", ours},   // a since the caller did not know
+		{"tok", "tok", ours},                                       // a Redlock node's lock
+		{"tok:1764220000000000", "tok", ours},                      // the token alone
+		{"other:1764220000000000", "tok:1764220000000000", theirs}, // another holder's
+		{"tokx:1764220000000000", "tok:1764220000000000", theirs},  // whose token starts as ours
+		{"tok:1764220000000000", "tokx:1764220000000000", theirs},  // ours is longer
+		{"", "tok:1764220000000000", theirs},                       // none: the key is missing
+	} {
+		key := "refresh-by-value:" + c.stored + ">" + c.arg
+		keys := []string{key, "{" + key + "}:fence", "{" + key + "}:freed"}
+		if c.stored != "" {
+			if err := rdb.Set(ctx, key, c.stored, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := rdb.Eval(ctx, refreshScript.src, keys, c.arg, 30000).Int64()
+		if err != nil {
+			t.Fatalf("%q named %q: %v", c.stored, c.arg, err)
+		}
+		if got != c.want {
+			t.Errorf("%q named %q: refresh.lua says %v, want %v", c.stored, c.arg, got, c.want)
+		}
+		if pttl := rdb.PTTL(ctx, key).Val(); c.want == ours && pttl > 30*time.Second {
+			t.Errorf("%q named %q: refreshed, but its ttl is still %v", c.stored, c.arg, pttl)
+		}
+	}
+}
+
+// TestRefreshArgIsTheValue checks that a lock's refresh names it by the
+// value Redis holds, so that refresh.lua's whole compare finds it: after an
+// acquire, a default waiter's acquire and a fair waiter's handoff.
+func TestRefreshArgIsTheValue(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t).Client()
+	e := newTestEngine(t, rdb)
+	ctx := context.Background()
+	named := func(h *Hold) {
+		t.Helper()
+		if v := rdb.Get(ctx, h.Key()).Val(); h.refreshArg() != v {
+			t.Errorf("a refresh names %q, whose value in Redis is %q", h.refreshArg(), v)
+		}
+	}
+	first, err := e.TryObtain(ctx, "refresh-arg", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named(first)
+	for _, fair := range []bool{false, true} {
+		cfg := testConfig
+		cfg.Fair = fair
+		next := make(chan *Hold, 1)
+		go func() {
+			h, _, err := e.Acquire(ctx, KindLock, e.Keys("refresh-arg"), time.Second, nil, true, cfg)
+			if err != nil {
+				t.Error(err)
+			}
+			next <- h
+		}()
+		testenv.Eventually(t, 10*time.Second, "the waiter to mark the lock", func() bool { return strings.HasSuffix(rdb.Get(ctx, "refresh-arg").Val(), ":w") })
+		if err := first.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if first = <-next; first == nil {
+			return
+		}
+		named(first)
 	}
 }

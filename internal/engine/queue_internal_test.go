@@ -30,14 +30,7 @@ func TestQueueWakesOneAndHandsOverToTheOneBeaten(t *testing.T) {
 		o.lease, o.notify = waitLease, "channel:"+token
 		return o
 	}
-	run := func(o op) reply {
-		t.Helper()
-		r, err := n.run(ctx, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	run := func(o op) reply { t.Helper(); return mustRun(t, n, o) }
 	ps := rdb.Subscribe(ctx, "channel:w1", "channel:w2")
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil { // both confirmed: one reply each

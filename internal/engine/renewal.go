@@ -144,7 +144,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*renewe
 	cmds := make([]*redis.Cmd, len(locks))
 	pipe := rdb.Pipeline()
 	for i, l := range locks {
-		cmds[i] = pipe.EvalSha(ctx, l.kind.refresh.sha, l.renewKeys, l.arg, l.renewal.Sent().Milliseconds())
+		cmds[i] = pipe.EvalSha(ctx, l.kind.refresh.sha, l.renewKeys, (*Hold)(l).refreshArg(), l.renewal.Sent().Milliseconds())
 	}
 	_, _ = pipe.Exec(ctx) // each command keeps its own error
 	var again []int
@@ -157,7 +157,7 @@ func (n *node) refreshOn(ctx context.Context, rdb redis.Cmdable, locks []*renewe
 		pipe = rdb.Pipeline()
 		for _, i := range again {
 			l := locks[i]
-			cmds[i] = pipe.Eval(ctx, l.kind.refresh.src, l.renewKeys, l.arg, l.renewal.Sent().Milliseconds())
+			cmds[i] = pipe.Eval(ctx, l.kind.refresh.src, l.renewKeys, (*Hold)(l).refreshArg(), l.renewal.Sent().Milliseconds())
 		}
 		_, _ = pipe.Exec(ctx)
 	}

@@ -3,7 +3,8 @@
 -- KEYS[1]  the lock key
 -- KEYS[2]  the fence key (same cluster slot as KEYS[1])
 -- KEYS[3]  the release marker of the holding (see release.lua)
--- ARGV[1]  the caller's token
+-- ARGV[1]  the caller's lock as its acquire set it, "token:since" (see
+--          holder.lua), compared whole first; or its token alone
 -- ARGV[2]  the new time to live, in milliseconds
 -- ARGV[3]  optional (Lock.ReleaseAfter, which ends the holding here and
 --          keeps it in Redis for ARGV[2]): the call's number among the
@@ -25,7 +26,10 @@ local freed = KEYS[3]
 if ARGV[3] and redis.pcall('GET', freed) == ARGV[3] then
   return 1
 end
-if holds(redis.pcall('GET', KEYS[1]), ARGV[1]) then
+-- The value as the acquire set it, mostly; else (marked as waited for
+-- since, or a since the caller does not know) by its token.
+local value = redis.pcall('GET', KEYS[1])
+if value == ARGV[1] or holds(value, string.match(ARGV[1], '^[^:]*')) then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   if ARGV[3] then
