@@ -427,13 +427,11 @@ func (h *Hold) refreshOp(ttl time.Duration) op {
 // made and boxed once, at the first refresh, so that an acquire that is
 // never refreshed allocates nothing for it.
 func (h *Hold) refreshArg() any {
-	if h.since == 0 {
+	name, ok := h.arg.(string)
+	if h.since == 0 || !ok {
 		return h.arg
 	}
-	h.valueOnce.Do(func() {
-		name, _ := h.arg.(string)
-		h.value = name + ":" + strconv.FormatInt(h.since, 10)
-	})
+	h.valueOnce.Do(func() { h.value = name + ":" + strconv.FormatInt(h.since, 10) })
 	return h.value
 }
 

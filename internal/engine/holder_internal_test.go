@@ -201,6 +201,7 @@ func TestRefreshArgIsTheValue(t *testing.T) {
 	for _, fair := range []bool{false, true} {
 		cfg := testConfig
 		cfg.Fair = fair
+		cfg.AutoRenew = true // held, however slowly the test runs, until released
 		next := make(chan *Hold, 1)
 		go func() {
 			h, _, err := e.Acquire(ctx, KindLock, e.Keys("refresh-arg"), time.Second, nil, true, cfg)
