@@ -7,7 +7,7 @@
 // batching, so a lone caller waits for nothing and no timer is involved;
 // calls that find every lane busy queue, and when a lane frees, the first
 // of them takes the whole queue and runs it as one batch, in the order the
-// calls came. Redis answers a pipeline of n scripts in far less than n
+// calls came (a batch of one runs as a lone call does). Redis answers a pipeline of n scripts in far less than n
 // round trips' time, which is what makes many concurrent callers faster.
 //
 // A Batcher starts no goroutine: a lane is run by the goroutine of the call
@@ -105,8 +105,14 @@ func (b *Batcher[T]) handOff() {
 }
 
 // runBatch runs the calls of waiters as one batch, then wakes each but the
-// first, the caller's own.
+// first, the caller's own. A batch of one call runs by alone, as a call
+// that finds a lane free does: a pipeline of one costs more than the call.
 func (b *Batcher[T]) runBatch(ctx context.Context, waiters []*waiter[T]) {
+	if len(waiters) == 1 && b.alone != nil {
+		b.alone(ctx, waiters[0].call)
+		b.recycle(waiters, nil)
+		return
+	}
 	b.mu.Lock()
 	calls := b.calls[:0]
 	b.calls = nil
@@ -118,13 +124,18 @@ func (b *Batcher[T]) runBatch(ctx context.Context, waiters []*waiter[T]) {
 	for _, w := range waiters[1:] {
 		w.wake <- struct{}{} // and never touched again: it is its caller's
 	}
+	b.recycle(waiters, calls)
+}
+
+// recycle keeps the slices of a batch that has run for the next ones.
+func (b *Batcher[T]) recycle(waiters []*waiter[T], calls []T) {
 	clear(waiters)
 	clear(calls)
 	b.mu.Lock()
 	if b.spare == nil {
 		b.spare = waiters[:0]
 	}
-	if b.calls == nil {
+	if b.calls == nil && calls != nil {
 		b.calls = calls[:0]
 	}
 	b.mu.Unlock()

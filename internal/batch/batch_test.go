@@ -97,6 +97,47 @@ func TestAlone(t *testing.T) {
 	})
 }
 
+// A call that queued alone, and finds itself the whole batch when a lane
+// frees, goes through alone too: a batch of one is no batch.
+func TestQueuedAloneGoesAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hold := make(chan struct{})
+		var mu sync.Mutex
+		var alone []int
+		r := recorder{}
+		b := batch.New(1, func(_ context.Context, call int) {
+			mu.Lock()
+			alone = append(alone, call)
+			mu.Unlock()
+			if call == 0 {
+				<-hold
+			}
+		}, r.run)
+		ctx := context.Background()
+		go b.Do(ctx, 0) // the lane, held
+		synctest.Wait()
+		done := make(chan struct{})
+		go func() {
+			b.Do(ctx, 1)
+			close(done)
+		}()
+		synctest.Wait()
+		if b.Queued() != 1 {
+			t.Fatalf("queued %d, want 1", b.Queued())
+		}
+		close(hold)
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []int{0, 1}; !slices.Equal(alone, want) {
+			t.Errorf("alone ran %v, want %v", alone, want)
+		}
+		if got := r.got(); len(got) != 0 {
+			t.Errorf("batches %v, want none", got)
+		}
+	})
+}
+
 // Calls that find every lane busy queue, and go out together when a lane
 // frees, in the order they came; each Do returns once its batch has run.
 func TestQueuedCallsGoTogetherInOrder(t *testing.T) {

@@ -35,9 +35,10 @@ const (
 // there.) A call that finds a lane free is sent at once, alone, just as
 // without batching, so a lone caller waits for nothing and no timer is
 // involved; calls that find every lane busy queue, and when a lane frees
-// the first of them sends the whole queue as one pipeline. Redis answers a
-// pipeline of n scripts in about the time of a few single ones, which is
-// what makes many concurrent callers faster.
+// the first of them sends the whole queue as one pipeline (a queue of one
+// call goes alone). Redis answers a pipeline of n scripts in about the
+// time of a few single ones, which is what makes many concurrent callers
+// faster.
 //
 // No goroutine is started for it: a lane is run by the goroutine of the
 // call that holds it, and each call of a batch keeps its own command,
