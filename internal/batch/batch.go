@@ -7,8 +7,9 @@
 // batching, so a lone caller waits for nothing and no timer is involved;
 // calls that find every lane busy queue, and when a lane frees, the first
 // of them takes the whole queue and runs it as one batch, in the order the
-// calls came (a batch of one runs as a lone call does). Redis answers a pipeline of n scripts in far less than n
-// round trips' time, which is what makes many concurrent callers faster.
+// calls came (a batch of one runs as a lone call does). Redis answers a
+// pipeline of n scripts in far less than n round trips' time, which is what
+// makes many concurrent callers faster.
 //
 // A Batcher starts no goroutine: a lane is run by the goroutine of the call
 // that holds it, and the calls of a batch wait on their own channel. A

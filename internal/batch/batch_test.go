@@ -45,6 +45,29 @@ func (r *recorder) got() [][]int {
 	return slices.Clone(r.batches)
 }
 
+// loneRecorder is an alone function that records its calls, and holds up
+// call 0 until hold is closed.
+type loneRecorder struct {
+	mu    sync.Mutex
+	calls []int
+	hold  chan struct{}
+}
+
+func (l *loneRecorder) run(_ context.Context, call int) {
+	l.mu.Lock()
+	l.calls = append(l.calls, call)
+	l.mu.Unlock()
+	if call == 0 {
+		<-l.hold
+	}
+}
+
+func (l *loneRecorder) got() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.calls)
+}
+
 // A lone call runs at once, alone, on the caller's goroutine.
 func TestLoneCall(t *testing.T) {
 	var r recorder
@@ -61,18 +84,9 @@ func TestLoneCall(t *testing.T) {
 // and only the calls that queued go through run, together.
 func TestAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		hold := make(chan struct{})
-		var mu sync.Mutex
-		var alone []int
+		lone := loneRecorder{hold: make(chan struct{})}
 		r := recorder{}
-		b := batch.New(1, func(_ context.Context, call int) {
-			mu.Lock()
-			alone = append(alone, call)
-			mu.Unlock()
-			if call == 0 {
-				<-hold
-			}
-		}, r.run)
+		b := batch.New(1, lone.run, r.run)
 		ctx := context.Background()
 		go b.Do(ctx, 0) // the lane, held
 		synctest.Wait()
@@ -83,12 +97,10 @@ func TestAlone(t *testing.T) {
 		if b.Busy() != 1 || b.Queued() != 3 {
 			t.Fatalf("busy %d, queued %d; want the lane busy and 3 calls queued", b.Busy(), b.Queued())
 		}
-		close(hold)
+		close(lone.hold)
 		synctest.Wait()
 		b.Do(ctx, 4) // the lane is free again: alone
-		mu.Lock()
-		defer mu.Unlock()
-		if want := []int{0, 4}; !slices.Equal(alone, want) {
+		if alone, want := lone.got(), []int{0, 4}; !slices.Equal(alone, want) {
 			t.Errorf("alone ran %v, want %v", alone, want)
 		}
 		if got, want := r.got(), [][]int{{1, 2, 3}}; !slices.EqualFunc(got, want, slices.Equal) {
@@ -101,18 +113,9 @@ func TestAlone(t *testing.T) {
 // frees, goes through alone too: a batch of one is no batch.
 func TestQueuedAloneGoesAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		hold := make(chan struct{})
-		var mu sync.Mutex
-		var alone []int
+		lone := loneRecorder{hold: make(chan struct{})}
 		r := recorder{}
-		b := batch.New(1, func(_ context.Context, call int) {
-			mu.Lock()
-			alone = append(alone, call)
-			mu.Unlock()
-			if call == 0 {
-				<-hold
-			}
-		}, r.run)
+		b := batch.New(1, lone.run, r.run)
 		ctx := context.Background()
 		go b.Do(ctx, 0) // the lane, held
 		synctest.Wait()
@@ -125,11 +128,9 @@ func TestQueuedAloneGoesAlone(t *testing.T) {
 		if b.Queued() != 1 {
 			t.Fatalf("queued %d, want 1", b.Queued())
 		}
-		close(hold)
+		close(lone.hold)
 		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		if want := []int{0, 1}; !slices.Equal(alone, want) {
+		if alone, want := lone.got(), []int{0, 1}; !slices.Equal(alone, want) {
 			t.Errorf("alone ran %v, want %v", alone, want)
 		}
 		if got := r.got(); len(got) != 0 {
