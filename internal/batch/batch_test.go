@@ -68,6 +68,17 @@ func (l *loneRecorder) got() []int {
 	return slices.Clone(l.calls)
 }
 
+// laneHeld returns a Batcher of one lane, held by call 0 (through alone)
+// until lone.hold is closed, and the recorders of its functions. Call it
+// in a synctest bubble.
+func laneHeld() (*loneRecorder, *recorder, *batch.Batcher[int]) {
+	lone, r := &loneRecorder{hold: make(chan struct{})}, &recorder{}
+	b := batch.New(1, lone.run, r.run)
+	go b.Do(context.Background(), 0)
+	synctest.Wait()
+	return lone, r, b
+}
+
 // A lone call runs at once, alone, on the caller's goroutine.
 func TestLoneCall(t *testing.T) {
 	var r recorder
@@ -84,12 +95,8 @@ func TestLoneCall(t *testing.T) {
 // and only the calls that queued go through run, together.
 func TestAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lone := loneRecorder{hold: make(chan struct{})}
-		r := recorder{}
-		b := batch.New(1, lone.run, r.run)
+		lone, r, b := laneHeld()
 		ctx := context.Background()
-		go b.Do(ctx, 0) // the lane, held
-		synctest.Wait()
 		for call := 1; call < 4; call++ {
 			go b.Do(ctx, call)
 			synctest.Wait()
@@ -113,12 +120,8 @@ func TestAlone(t *testing.T) {
 // frees, goes through alone too: a batch of one is no batch.
 func TestQueuedAloneGoesAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lone := loneRecorder{hold: make(chan struct{})}
-		r := recorder{}
-		b := batch.New(1, lone.run, r.run)
+		lone, r, b := laneHeld()
 		ctx := context.Background()
-		go b.Do(ctx, 0) // the lane, held
-		synctest.Wait()
 		done := make(chan struct{})
 		go func() {
 			b.Do(ctx, 1)
