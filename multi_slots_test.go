@@ -75,14 +75,6 @@ func TestObtainMultiSlots(t *testing.T) {
 	if a, b, c := cluster.PrimaryOfSlot(slotA), cluster.PrimaryOfSlot(slotB), cluster.PrimaryOfSlot(slotC); a == b || b == c || a == c {
 		t.Fatalf("slots %d, %d and %d share a primary", slotA, slotB, slotC)
 	}
-	free := func(ctx context.Context, t *testing.T, keys ...string) {
-		t.Helper()
-		for _, key := range keys {
-			if n := rdb.Exists(ctx, key).Val(); n != 0 {
-				t.Errorf("%s is still held: %q", key, rdb.Get(ctx, key).Val())
-			}
-		}
-	}
 
 	t.Run("held as one", func(t *testing.T) {
 		ctx := testenv.Timeout(t, 20*time.Second)
@@ -127,7 +119,7 @@ func TestObtainMultiSlots(t *testing.T) {
 		if err := lock.Release(ctx); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
-		free(ctx, t, keys...)
+		mustBeFree(ctx, t, rdb, keys...)
 		for _, key := range keys {
 			if n := rdb.Exists(ctx, "dlock:multi:"+key).Val(); n != 0 {
 				t.Errorf("the holding key of %s is left after the Release", key)
@@ -150,32 +142,10 @@ func TestObtainMultiSlots(t *testing.T) {
 		ctx := testenv.Timeout(t, 20*time.Second)
 		keys := slotKeys(t)
 		for _, blocked := range []string{keys[0], keys[2]} { // the last slot, then the middle one
-			other := mustObtain(t, locker, blocked, time.Minute)
-			_, err := locker.TryObtainMulti(ctx, keys, time.Minute)
-			if !errors.Is(err, dlock.ErrNotObtained) {
-				t.Fatalf("TryObtainMulti with %s held = %v, want ErrNotObtained", blocked, err)
-			}
-			for _, key := range keys {
-				if key != blocked {
-					free(ctx, t, key)
-				}
-			}
-			if v := rdb.Get(ctx, blocked).Val(); tokenOf(v) != other.Token() {
-				t.Errorf("the held key holds %q, want its holder's token", v)
-			}
-			if err := other.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			mustRollBack(ctx, t, rdb, locker, keys, blocked)
 		}
 		// A key of another type in the last slot: nothing is left either.
-		if err := rdb.LPush(ctx, keys[0], "x").Err(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := locker.TryObtainMulti(ctx, keys, time.Minute); !errors.Is(err, dlock.ErrWrongType) {
-			t.Fatalf("TryObtainMulti with a list among the keys = %v, want ErrWrongType", err)
-		}
-		free(ctx, t, keys[1:]...)
-		rdb.Del(ctx, keys[0])
+		mustRefuseWrongType(ctx, t, rdb, locker, keys, keys[0])
 	})
 
 	t.Run("refresh, ttl, release after, lost", func(t *testing.T) {
@@ -206,7 +176,7 @@ func TestObtainMultiSlots(t *testing.T) {
 		if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) {
 			t.Errorf("Err = %v, want ErrLockLost", err)
 		}
-		free(ctx, t, keys...)
+		mustBeFree(ctx, t, rdb, keys...)
 
 		lock, err = locker.TryObtainMulti(ctx, keys, time.Minute)
 		if err != nil {
@@ -237,7 +207,7 @@ func TestObtainMultiSlots(t *testing.T) {
 		if _, err := lock.TTL(ctx); !errors.Is(err, dlock.ErrNotHeld) {
 			t.Errorf("TTL with a key gone = %v, want ErrNotHeld", err)
 		}
-		free(ctx, t, keys...)
+		mustBeFree(ctx, t, rdb, keys...)
 		if err := lock.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
 			t.Errorf("Release of a lost Lock = %v, want ErrNotHeld", err)
 		}
@@ -274,7 +244,7 @@ func TestObtainMultiSlots(t *testing.T) {
 		if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) {
 			t.Errorf("Err = %v, want ErrLockLost", err)
 		}
-		free(ctx, t, keys...)
+		mustBeFree(ctx, t, rdb, keys...)
 	})
 
 	t.Run("waiter woken by a release", func(t *testing.T) {
@@ -306,7 +276,7 @@ func TestObtainMultiSlots(t *testing.T) {
 		keys := []string{keyInSlot(t, slotA, "a"), keyInSlot(t, slotB, "b"), keyInSlot(t, slotC, "c")}
 		newLocker := func() *dlock.Client { return lockenv.Locker(t, rdb) }
 		contendInOppositeOrders(ctx, t, newLocker, keys, 6, 20)
-		free(ctx, t, keys...)
+		mustBeFree(ctx, t, rdb, keys...)
 	})
 
 	t.Run("bad input", func(t *testing.T) {
@@ -326,7 +296,7 @@ func TestObtainMultiSlots(t *testing.T) {
 				t.Errorf("%s: ObtainMulti = %v, want %v", c.name, err, c.want)
 			}
 		}
-		free(ctx, t, keys...)
+		mustBeFree(ctx, t, rdb, keys...)
 		// A Redlock whose node is a Cluster takes keys of one slot only.
 		redlock, err := dlock.NewRedlock([]redis.UniversalClient{rdb})
 		if err != nil {
@@ -336,7 +306,7 @@ func TestObtainMultiSlots(t *testing.T) {
 		if _, err := redlock.TryObtainMulti(ctx, keys, time.Minute); !errors.Is(err, dlock.ErrInvalidKey) {
 			t.Errorf("TryObtainMulti of keys in several slots on a Redlock of a Cluster = %v, want ErrInvalidKey", err)
 		}
-		free(ctx, t, keys...)
+		mustBeFree(ctx, t, rdb, keys...)
 	})
 
 	t.Run("one slot", func(t *testing.T) {
@@ -349,7 +319,7 @@ func TestObtainMultiSlots(t *testing.T) {
 		if err := lock.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		free(ctx, t, keys...)
+		mustBeFree(ctx, t, rdb, keys...)
 	})
 }
 

@@ -133,32 +133,49 @@ func TestObtainMultiAllOrNothing(t *testing.T) {
 	locker := lockenv.Locker(t, rdb)
 	keys := multiKeys(t, "a", "b", "c")
 
-	other := mustObtain(t, locker, keys[1], time.Minute)
-	_, err := locker.TryObtainMulti(ctx, keys, time.Minute)
-	if !errors.Is(err, dlock.ErrNotObtained) {
-		t.Fatalf("TryObtainMulti with %s held = %v, want ErrNotObtained", keys[1], err)
+	mustRollBack(ctx, t, rdb, locker, keys, keys[1])
+	mustRefuseWrongType(ctx, t, rdb, locker, keys, keys[2])
+}
+
+// mustRollBack holds blocked, one of keys, with another Lock, and checks
+// that TryObtainMulti of keys fails with ErrNotObtained and leaves nothing
+// of the caller's: the other keys free, blocked its holder's.
+func mustRollBack(ctx context.Context, t *testing.T, rdb redis.Cmdable, locker *dlock.Client, keys []string, blocked string) {
+	t.Helper()
+	other := mustObtain(t, locker, blocked, time.Minute)
+	if _, err := locker.TryObtainMulti(ctx, keys, time.Minute); !errors.Is(err, dlock.ErrNotObtained) {
+		t.Fatalf("TryObtainMulti with %s held = %v, want ErrNotObtained", blocked, err)
 	}
-	for _, key := range []string{keys[0], keys[2]} {
-		if n := rdb.Exists(ctx, key).Val(); n != 0 {
-			t.Errorf("%s was taken by an acquire that failed", key)
-		}
-	}
-	if v := holderOf(t, rdb, keys[1]); v != other.Token() {
+	mustBeFree(ctx, t, rdb, slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == blocked })...)
+	if v := tokenOf(rdb.Get(ctx, blocked).Val()); v != other.Token() {
 		t.Errorf("the held key holds %q, want its holder's token", v)
 	}
 	if err := other.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	if err := rdb.LPush(ctx, keys[2], "x").Err(); err != nil {
+// mustRefuseWrongType makes list, one of keys, a list, and checks that
+// TryObtainMulti of keys fails with ErrWrongType and leaves the other keys
+// free; it deletes the list after.
+func mustRefuseWrongType(ctx context.Context, t *testing.T, rdb redis.Cmdable, locker *dlock.Client, keys []string, list string) {
+	t.Helper()
+	if err := rdb.LPush(ctx, list, "x").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := locker.TryObtainMulti(ctx, keys, time.Minute); !errors.Is(err, dlock.ErrWrongType) {
 		t.Fatalf("TryObtainMulti with a list among the keys = %v, want ErrWrongType", err)
 	}
-	for _, key := range keys[:2] {
+	mustBeFree(ctx, t, rdb, slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == list })...)
+	rdb.Del(ctx, list)
+}
+
+// mustBeFree checks that none of keys exists: no Lock holds them.
+func mustBeFree(ctx context.Context, t *testing.T, rdb redis.Cmdable, keys ...string) {
+	t.Helper()
+	for _, key := range keys {
 		if n := rdb.Exists(ctx, key).Val(); n != 0 {
-			t.Errorf("%s was taken by an acquire that failed", key)
+			t.Errorf("%s is held: %q", key, rdb.Get(ctx, key).Val())
 		}
 	}
 }
