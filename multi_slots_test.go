@@ -216,35 +216,7 @@ func TestObtainMultiSlots(t *testing.T) {
 	t.Run("renewed in every slot, lost with one", func(t *testing.T) {
 		ctx := testenv.Timeout(t, 30*time.Second)
 		keys := slotKeys(t)
-		const ttl = time.Second
-		lock, err := locker.TryObtainMulti(ctx, keys, ttl, dlock.WithAutoRenew(true))
-		if err != nil {
-			t.Fatal(err)
-		}
-		first := lock.Until()
-		testenv.Eventually(t, 20*time.Second, "a refresh", func() bool { return lock.Until().After(first.Add(ttl)) })
-		select {
-		case <-lock.Done():
-			t.Fatalf("lost while renewed: %v", lock.Err())
-		default:
-		}
-		for _, key := range keys {
-			if v := rdb.Get(ctx, key).Val(); v != lock.Token() {
-				t.Errorf("%s holds %q after the renewals, want the Lock's token", key, v)
-			}
-		}
-		if err := rdb.Del(ctx, keys[0]).Err(); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-lock.Done():
-		case <-ctx.Done():
-			t.Fatal("the Lock did not end after one of its keys was deleted")
-		}
-		if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) {
-			t.Errorf("Err = %v, want ErrLockLost", err)
-		}
-		mustBeFree(ctx, t, rdb, keys...)
+		mustRenewThenLose(ctx, t, rdb, locker, keys, keys[0])
 	})
 
 	t.Run("waiter woken by a release", func(t *testing.T) {

@@ -319,6 +319,18 @@ func TestObtainMultiAutoRenewAndLost(t *testing.T) {
 	rdb := testenv.Client(t)
 	locker := lockenv.Locker(t, rdb)
 	keys := multiKeys(t, "a", "b")
+	mustRenewThenLose(ctx, t, rdb, locker, keys, keys[1])
+	if _, err := locker.TryObtainMulti(ctx, keys, time.Minute); err != nil {
+		t.Errorf("TryObtainMulti after the loss: %v", err)
+	}
+}
+
+// mustRenewThenLose takes keys with auto-renew and a ttl of a second,
+// checks that the Lock outlives its ttl with every key its own, deletes
+// gone, one of keys, and checks that the Lock is lost then and its other
+// keys let go.
+func mustRenewThenLose(ctx context.Context, t *testing.T, rdb redis.Cmdable, locker *dlock.Client, keys []string, gone string) {
+	t.Helper()
 	const ttl = time.Second
 	lock, err := locker.TryObtainMulti(ctx, keys, ttl, dlock.WithAutoRenew(true))
 	if err != nil {
@@ -331,7 +343,12 @@ func TestObtainMultiAutoRenewAndLost(t *testing.T) {
 		t.Fatalf("lost while renewed: %v", lock.Err())
 	default:
 	}
-	if err := rdb.Del(ctx, keys[1]).Err(); err != nil {
+	for _, key := range keys {
+		if v := rdb.Get(ctx, key).Val(); v != lock.Token() {
+			t.Errorf("%s holds %q after the renewals, want the Lock's token", key, v)
+		}
+	}
+	if err := rdb.Del(ctx, gone).Err(); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -342,12 +359,7 @@ func TestObtainMultiAutoRenewAndLost(t *testing.T) {
 	if err := lock.Err(); !errors.Is(err, dlock.ErrLockLost) {
 		t.Errorf("Err = %v, want ErrLockLost", err)
 	}
-	if n := rdb.Exists(ctx, keys[0]).Val(); n != 0 {
-		t.Errorf("%s is still there after the Lock was lost", keys[0])
-	}
-	if _, err := locker.TryObtainMulti(ctx, keys, time.Minute); err != nil {
-		t.Errorf("TryObtainMulti after the loss: %v", err)
-	}
+	mustBeFree(ctx, t, rdb, keys...)
 }
 
 // On a Cluster of three primaries, keys of one slot are taken in one
