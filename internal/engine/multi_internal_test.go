@@ -32,15 +32,22 @@ func TestMultiScriptsLoad(t *testing.T) {
 	}
 }
 
+// multiNode returns a server of the test's own, a node on it, and an
+// Engine on that node for the multi-key scripts' tests.
+func multiNode(t *testing.T) (*redis.Client, *node, *Engine) {
+	t.Helper()
+	rdb := redistest.NewServer(t).Client()
+	n := newNode(rdb, ReplicaAck{}, batchLanes, nil)
+	return rdb, n, &Engine{node: n, nodes: []*node{n}, markerTTL: int64(60000)}
+}
+
 // Every copy of a multi-key call answers as the first did: an acquire sent
 // twice finds its locks with the same fence; a release sent twice finds
 // its markers; another release of the holding learns it came second; a
 // release that found a lock gone says so, and so do its copies.
 func TestMultiCallsSentTwice(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.NewServer(t).Client()
-	n := newNode(rdb, ReplicaAck{}, batchLanes, nil)
-	e := &Engine{node: n, nodes: []*node{n}, markerTTL: int64(60000)}
+	rdb, n, e := multiNode(t)
 	ctx := context.Background()
 	keys := []string{"a", "b", "c"}
 	a := e.multiAttempt(keys, time.Minute, Config{})
@@ -97,9 +104,7 @@ func TestMultiCallsSentTwice(t *testing.T) {
 // holding is the least of its keys'.
 func TestMultiRefreshLost(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.NewServer(t).Client()
-	n := newNode(rdb, ReplicaAck{}, batchLanes, nil)
-	e := &Engine{node: n, nodes: []*node{n}, markerTTL: int64(60000)}
+	rdb, n, e := multiNode(t)
 	ctx := context.Background()
 	a := e.multiAttempt([]string{"a", "b"}, time.Minute, Config{})
 	if r, err := n.run(ctx, e.multiOp(a)); err != nil || r.code != acquired {
@@ -123,10 +128,8 @@ func TestMultiRefreshLost(t *testing.T) {
 // on the keys, the same to a copy of the call, and stored on every key.
 func TestMultiRaiseFence(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.NewServer(t).Client()
-	n := newNode(rdb, ReplicaAck{}, batchLanes, nil)
+	rdb, n, e := multiNode(t)
 	n.fenceless = true
-	e := &Engine{node: n, nodes: []*node{n}, markerTTL: int64(60000)}
 	ctx := context.Background()
 	rdb.Set(ctx, sideKey(fenceKind, "b"), "5000000000000000:other", time.Minute)
 	e.quorum = &quorum{} // fenceless acquires
@@ -228,9 +231,7 @@ func TestSlotPart(t *testing.T) {
 // once, and nothing when a lock is not the caller's.
 func TestMultiStoreFence(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.NewServer(t).Client()
-	n := newNode(rdb, ReplicaAck{}, batchLanes, nil)
-	e := &Engine{node: n, nodes: []*node{n}, markerTTL: int64(60000)}
+	rdb, n, e := multiNode(t)
 	ctx := context.Background()
 	a := e.multiAttempt([]string{"a", "b"}, time.Minute, Config{})
 	got, err := n.run(ctx, e.multiOp(a))
