@@ -222,25 +222,7 @@ func TestObtainMultiSlots(t *testing.T) {
 	t.Run("waiter woken by a release", func(t *testing.T) {
 		ctx := testenv.Timeout(t, 30*time.Second)
 		keys := slotKeys(t)
-		holder := mustObtain(t, locker, keys[2], time.Hour)
-		got := make(chan error, 1)
-		go func() {
-			lock, err := locker.ObtainMulti(ctx, keys, time.Minute, dlock.WithBackoff(dlock.ExponentialBackoff(time.Hour, time.Hour)))
-			if err == nil {
-				err = lock.Release(context.Background())
-			}
-			got <- err
-		}()
-		watch := "dlock:watch:" + keys[2]
-		testenv.Eventually(t, 20*time.Second, "the waiter listens", func() bool {
-			return rdb.PubSubNumSub(ctx, watch).Val()[watch] > 0
-		})
-		if err := holder.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-got; err != nil {
-			t.Fatalf("ObtainMulti after the release: %v", err)
-		}
+		mustWakeOnRelease(ctx, t, rdb, locker, keys, keys[2])
 	})
 
 	t.Run("opposite orders", func(t *testing.T) {

@@ -289,8 +289,15 @@ func TestObtainMultiWokenByRelease(t *testing.T) {
 	rdb := testenv.Client(t)
 	locker := lockenv.Locker(t, rdb)
 	keys := multiKeys(t, "a", "b")
-	holder := mustObtain(t, locker, keys[1], time.Hour)
+	mustWakeOnRelease(ctx, t, rdb, locker, keys, keys[1])
+}
 
+// mustWakeOnRelease holds held, one of keys, and checks that an ObtainMulti
+// of keys whose Backoff would not wake it before ctx ends gets them once
+// held is released: woken by the release.
+func mustWakeOnRelease(ctx context.Context, t *testing.T, rdb redis.UniversalClient, locker *dlock.Client, keys []string, held string) {
+	t.Helper()
+	holder := mustObtain(t, locker, held, time.Hour)
 	got := make(chan error, 1)
 	go func() {
 		lock, err := locker.ObtainMulti(ctx, keys, time.Minute, dlock.WithBackoff(dlock.ExponentialBackoff(time.Hour, time.Hour)))
@@ -299,7 +306,7 @@ func TestObtainMultiWokenByRelease(t *testing.T) {
 		}
 		got <- err
 	}()
-	watch := "dlock:watch:" + keys[1] // its watch channel (see keys.go)
+	watch := "dlock:watch:" + held // its watch channel (see keys.go)
 	testenv.Eventually(t, 20*time.Second, "the waiter listens", func() bool {
 		return rdb.PubSubNumSub(ctx, watch).Val()[watch] > 0
 	})
