@@ -8,8 +8,9 @@ import (
 
 // The Lua scripts, one file per operation; each file's header documents its
 // KEYS, ARGV and replies. The acquires that queue run after queue.lua, the
-// releases after release_marker.lua, and a lock's scripts after holder.lua
-// and, those that read more of its value, holder_value.lua: what each group
+// releases after release_marker.lua, a lock's scripts after holder.lua
+// and, those that read more of its value, holder_value.lua, and the fence
+// scripts of a multi-key holding after multi_holder.lua: what each group
 // shares. Embedding them one by one makes a missing file a build error.
 var (
 	//go:embed lua/holder.lua
@@ -49,6 +50,8 @@ var (
 	//go:embed lua/hold_raise_fence.lua
 	holdRaiseFenceLua string
 
+	//go:embed lua/multi_holder.lua
+	multiHolderLua string
 	//go:embed lua/multi_acquire.lua
 	multiAcquireLua string
 	//go:embed lua/multi_release.lua
@@ -89,8 +92,8 @@ var (
 	multiReleaseScript    = perSlot(newScript(multiReleaseLua))
 	multiRefreshScript    = perSlot(newScript(multiRefreshLua))
 	multiTTLScript        = perSlot(newScript(multiTTLLua))
-	multiRaiseFenceScript = newScript(multiRaiseFenceLua)
-	multiStoreFenceScript = perSlot(newScript(multiStoreFenceLua))
+	multiRaiseFenceScript = newScript(multiHolderLua + multiRaiseFenceLua)
+	multiStoreFenceScript = perSlot(newScript(multiHolderLua + multiStoreFenceLua))
 )
 
 // script is a Lua script and its SHA1 digest, the name EVALSHA knows it by.

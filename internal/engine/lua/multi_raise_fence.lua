@@ -18,10 +18,8 @@
 -- stored with the holder's tag on every key, and a copy that finds it
 -- there hands out the same; a stored one is stored once.
 local n = #KEYS / 4
-for i = 1, n do
-  if redis.pcall('GET', KEYS[i]) ~= ARGV[1] then
-    return {0, 0}
-  end
+if not holds_all(n, ARGV[1]) then
+  return {0, 0}
 end
 local fence = tonumber(ARGV[2])
 local last, ours = {}, true

@@ -16,10 +16,8 @@
 --
 -- A copy of the call finds the fence stored, and writes nothing again.
 local n = #KEYS / 4
-for i = 1, n do
-  if redis.pcall('GET', KEYS[i]) ~= ARGV[1] then
-    return {0, 0}
-  end
+if not holds_all(n, ARGV[1]) then
+  return {0, 0}
 end
 local fence = tonumber(ARGV[2])
 for i = 1, n do
