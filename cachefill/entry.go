@@ -56,15 +56,14 @@ func (c *Cache) read(ctx context.Context, k keys, token string) (entry, error) {
 
 // parseEntry decodes the reply of read.lua.
 func parseEntry(v []any) (entry, error) {
-	bad := fmt.Errorf("unexpected reply %v", v)
 	if len(v) == 0 {
-		return entry{}, bad
+		return entry{}, badReply(v)
 	}
 	code, _ := v[0].(int64)
 	switch code {
 	case readMiss:
 		if len(v) != 4 {
-			return entry{}, bad
+			return entry{}, badReply(v)
 		}
 		gen, _ := v[1].(string)
 		claimed, _ := v[2].(int64)
@@ -74,10 +73,10 @@ func parseEntry(v []any) (entry, error) {
 		return entry{}, ErrWrongType
 	case readValue, readNotFound:
 	default:
-		return entry{}, bad
+		return entry{}, badReply(v)
 	}
 	if len(v) != 7 {
-		return entry{}, bad
+		return entry{}, badReply(v)
 	}
 	value, _ := v[1].(string)
 	delta, _ := v[2].(string)
@@ -87,7 +86,7 @@ func parseEntry(v []any) (entry, error) {
 	pttl, _ := v[6].(int64)
 	ms, err := strconv.ParseInt(delta, 10, 64)
 	if err != nil {
-		return entry{}, bad
+		return entry{}, badReply(v)
 	}
 	return entry{
 		code:   code,
@@ -98,6 +97,12 @@ func parseEntry(v []any) (entry, error) {
 		stale:  stale == "1",
 		ttl:    time.Duration(pttl) * time.Millisecond,
 	}, nil
+}
+
+// badReply is the error of a read.lua reply parseEntry cannot decode. It is
+// made only then: formatting a reply copies the value it holds.
+func badReply(v []any) error {
+	return fmt.Errorf("unexpected reply %v", v)
 }
 
 // stored is what a loader stores: a value, or that the source has none.

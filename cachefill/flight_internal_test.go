@@ -3,6 +3,7 @@ package cachefill
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -271,6 +272,26 @@ func TestParseEntry(t *testing.T) {
 			got.filler != tt.want.filler || got.gen != tt.want.gen || got.stale != tt.want.stale || got.ttl != tt.want.ttl ||
 			got.claimed != tt.want.claimed || got.lastFill != tt.want.lastFill) {
 			t.Errorf("parseEntry(%v) = %+v, want %+v", tt.reply, got, tt.want)
+		}
+	}
+}
+
+// A reply parseEntry decodes costs no more than the copy of its value: the
+// error of a bad reply, which formats the reply, is made only for a bad one.
+func TestParseEntryCopiesTheValueOnly(t *testing.T) {
+	hit := []any{int64(1), strings.Repeat("v", 64<<10), "12", "tok", "2", "0", int64(500)}
+	miss := []any{int64(0), "0", int64(1), "0-0"}
+	for name, reply := range map[string][]any{"hit": hit, "miss": miss} {
+		want := 0.0
+		if name == "hit" {
+			want = 1 // []byte(value)
+		}
+		if got := testing.AllocsPerRun(100, func() {
+			if _, err := parseEntry(reply); err != nil {
+				t.Fatal(err)
+			}
+		}); got != want {
+			t.Errorf("parseEntry of a %s: %v allocations, want %v", name, got, want)
 		}
 	}
 }
