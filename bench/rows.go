@@ -77,6 +77,7 @@ func UncontendedRows() []Row {
 		dlockRow("dlock", "`Obtain` + `Release`, defaults"),
 		dlockRow("dlock-fair", "`Obtain` with `WithFair()`: waiters queue in Redis, first come first served", dlock.WithFair()),
 		dlockRow("dlock-autorenew", "`Obtain` with `WithAutoRenew(true)`: the Client's renewer refreshes it every ttl/3", dlock.WithAutoRenew(true)),
+		dlockDeadlineRow("dlock-deadline", "`Obtain` + `Release` with a context that has a deadline, as a request's has: dlock sends each call from a goroutine of its own, so that the call returns when the context ends even if Redis does not answer (the other rows' context, `Background`, cannot end; redsync and redislock call go-redis, which does not stop a read when the context ends)"),
 		redsyncRow("redsync", "`NewMutex` + `LockContext` + `UnlockContext`, defaults (one pool)"),
 		redislockRow("redislock", "`Obtain` (no retry: its default) + `Release`", nil),
 		rueidislockRow("rueidislock", "`WithContext` + cancel, defaults: KeyMajority 2, so 3 keys per lock, renewed every KeyValidity/2", 2, false),
