@@ -57,7 +57,13 @@ func runUncontended(b *testing.B, rows []bench.Row, env bench.Env) {
 				for i := range keys {
 					keys[i] = b.Name() + ":" + strconv.Itoa(i)
 				}
-				cycles(b, locker, keys, env.Nodes)
+				ctx := context.Background()
+				if row.Deadline {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, 24*time.Hour) // never passes
+					defer cancel()
+				}
+				cycles(ctx, b, locker, keys, env.Nodes)
 			})
 		}
 		if err := locker.Close(); err != nil {
@@ -67,12 +73,11 @@ func runUncontended(b *testing.B, rows []bench.Row, env bench.Env) {
 }
 
 // cycles runs b.N obtain+release cycles on len(keys) goroutines, one key
-// each, and reports their latency, and the CPU time a cycle costs this
+// each, every call with ctx, and reports their latency, and the CPU time a cycle costs this
 // process (client-cpu-ns/op) and the servers at nodes (server-cpu-ns/op). The latencies go to a slice allocated
 // before the timer starts, at an index each goroutine takes from a counter,
 // so that recording them neither allocates nor synchronises.
-func cycles(b *testing.B, locker bench.Locker, keys []string, nodes []string) {
-	ctx := context.Background()
+func cycles(ctx context.Context, b *testing.B, locker bench.Locker, keys []string, nodes []string) {
 	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
 	start := make(chan struct{})

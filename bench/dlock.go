@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/redis/go-redis/v9"
@@ -21,24 +20,14 @@ func dlockRow(name, note string, opts ...dlock.ObtainOption) Row {
 	}
 }
 
-// dlockDeadlineRow is dlockRow whose calls get a context that can end: one
-// with a deadline, as a request's context has, rather than the run's
-// Background. dlock makes a call with such a context return when it ends,
-// even if Redis does not answer (go-redis would wait for its read timeout),
-// by sending the call from a goroutine of its own: this row measures what
-// that costs. The deadline, a day away, never passes.
+// dlockDeadlineRow is dlockRow whose calls get a context with a deadline.
+// dlock makes a call with a context that can end return when it ends, even
+// if Redis does not answer (go-redis would wait for its read timeout), by
+// sending the call from a goroutine of its own: this row measures what
+// that costs.
 func dlockDeadlineRow(name, note string) Row {
 	row := dlockRow(name, note)
-	newLocker := row.New
-	row.New = func(env Env) (Locker, error) {
-		locker, err := newLocker(env)
-		if err != nil {
-			return nil, err
-		}
-		l := locker.(*dlockLocker)
-		l.ctx, l.cancel = context.WithTimeout(context.Background(), 24*time.Hour)
-		return l, nil
-	}
+	row.Deadline = true
 	return row
 }
 
@@ -47,27 +36,17 @@ type dlockLocker struct {
 	rdbs   []*redis.Client // closed after the Client
 	env    Env
 	opts   []dlock.ObtainOption
-	// ctx, if not nil, is the context of every call in place of the
-	// caller's (dlockDeadlineRow); cancel ends it at Close.
-	ctx    context.Context
-	cancel context.CancelFunc
 }
 
 func (l *dlockLocker) Obtain(ctx context.Context, key string) (Held, error) {
-	if l.ctx != nil {
-		ctx = l.ctx
-	}
 	lock, err := l.client.Obtain(ctx, key, l.env.TTL, l.opts...)
 	if err != nil {
 		return nil, err
 	}
-	return dlockHeld{lock: lock, ctx: l.ctx}, nil
+	return dlockHeld{lock}, nil
 }
 
 func (l *dlockLocker) Close() error {
-	if l.cancel != nil {
-		defer l.cancel()
-	}
 	errs := []error{l.client.Close()}
 	for _, rdb := range l.rdbs {
 		errs = append(errs, rdb.Close())
@@ -75,17 +54,9 @@ func (l *dlockLocker) Close() error {
 	return errors.Join(errs...)
 }
 
-type dlockHeld struct {
-	lock *dlock.Lock
-	ctx  context.Context // if not nil, in place of the caller's (see dlockLocker)
-}
+type dlockHeld struct{ lock *dlock.Lock }
 
-func (h dlockHeld) Release(ctx context.Context) error {
-	if h.ctx != nil {
-		ctx = h.ctx
-	}
-	return h.lock.Release(ctx)
-}
+func (h dlockHeld) Release(ctx context.Context) error { return h.lock.Release(ctx) }
 
 // refresh extends the lock by ttl, for the user-written renewer.
 func (h dlockHeld) refresh(ctx context.Context, env Env) error {

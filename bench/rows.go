@@ -60,6 +60,9 @@ type Row struct {
 	// many of them make it held. Nil means the key itself, quorum 1.
 	RedisKeys func(key string) []string
 	Quorum    int
+	// Deadline: the calls get a context with a deadline, as a request's
+	// context has, rather than Background, which cannot end (row (a)).
+	Deadline bool
 }
 
 // errNotObtained is what the raw floor returns when the key is taken.
