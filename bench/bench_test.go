@@ -73,10 +73,11 @@ func runUncontended(b *testing.B, rows []bench.Row, env bench.Env) {
 }
 
 // cycles runs b.N obtain+release cycles on len(keys) goroutines, one key
-// each, every call with ctx, and reports their latency, and the CPU time a cycle costs this
-// process (client-cpu-ns/op) and the servers at nodes (server-cpu-ns/op). The latencies go to a slice allocated
-// before the timer starts, at an index each goroutine takes from a counter,
-// so that recording them neither allocates nor synchronises.
+// each, every call with ctx, and reports their latency and the CPU time a
+// cycle costs this process (client-cpu-ns/op) and the servers at nodes
+// (server-cpu-ns/op). The latencies go to a slice allocated before the
+// timer starts, at an index each goroutine takes from a counter, so that
+// recording them neither allocates nor synchronises.
 func cycles(ctx context.Context, b *testing.B, locker bench.Locker, keys []string, nodes []string) {
 	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
