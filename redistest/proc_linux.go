@@ -16,8 +16,8 @@ const stopTimeout = 2 * time.Second
 
 // sysProcAttr asks the kernel to SIGKILL redis-server when the thread that
 // started it dies, so that a test binary that crashes, or is killed by
-// go test -timeout, leaves no server behind. (Go only ends a thread when a
-// goroutine exits while locked to it, which the package never does.)
+// go test -timeout, leaves no server behind. spawn starts it from a thread
+// it keeps until the server exits, so no other thread's end kills it.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -54,11 +55,27 @@ func spawn(bin string, args []string, dir, logPath string) (*process, int64, err
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		// The kernel sends the parent-death signal (see sysProcAttr) when
+		// the thread that started the process ends, not the Go process:
+		// this goroutine keeps that thread to itself until the process has
+		// exited. A thread the test binary ends otherwise (a goroutine that
+		// exits while locked to its thread, as some tests do on purpose)
+		// is then never the server's parent.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.reap()
+	}()
+	if err := <-started; err != nil {
 		return nil, 0, fmt.Errorf("redistest: start %s: %w", bin, err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go p.reap()
 	return p, info.Size(), nil
 }
 
