@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -119,14 +120,25 @@ func (s *Server) Start() error {
 		"-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
 		"-c", "synchronous_commit=off", "-c", "max_connections=100")
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("pgtest: start postgres: %w", err)
-	}
+	started := make(chan error, 1)
 	exit := make(chan struct{})
 	go func() {
+		// The parent-death signal (see sysProcAttr) follows the thread that
+		// started the server: keep that thread to this goroutine until the
+		// server exits, so that no thread a test ends kills it.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		_ = cmd.Wait()
 		close(exit)
 	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("pgtest: start postgres: %w", err)
+	}
 	s.cmd, s.exit = cmd, exit
 	deadline := time.Now().Add(startTimeout)
 	for {
