@@ -9,10 +9,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/childproc"
 )
 
 const (
@@ -27,8 +28,9 @@ const (
 // errAddrInUse marks a server that exited because its port was taken.
 var errAddrInUse = errors.New("address already in use")
 
-// process is one run of redis-server. Its reaper goroutine, started by spawn,
-// is the only caller of cmd.Wait; it closes done when the process has exited.
+// process is one run of redis-server. The goroutine that started it (see
+// spawn and childproc.Start) is the only caller of cmd.Wait; reaped closes
+// done when the process has exited.
 // Whoever holds the process waits for done (kill does), so the reaper never
 // outlives its owner.
 type process struct {
@@ -56,32 +58,17 @@ func spawn(bin string, args []string, dir, logPath string) (*process, int64, err
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = sysProcAttr()
 	p := &process{cmd: cmd, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		// The kernel sends the parent-death signal (see sysProcAttr) when
-		// the thread that started the process ends, not the Go process:
-		// this goroutine keeps that thread to itself until the process has
-		// exited. A thread the test binary ends otherwise (a goroutine that
-		// exits while locked to its thread, as some tests do on purpose)
-		// is then never the server's parent.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.reap()
-	}()
-	if err := <-started; err != nil {
+	// From a thread kept until the server exits: the parent-death signal
+	// (see sysProcAttr) follows the thread that started it.
+	if err := childproc.Start(cmd, p.reaped); err != nil {
 		return nil, 0, fmt.Errorf("redistest: start %s: %w", bin, err)
 	}
 	return p, info.Size(), nil
 }
 
-// reap waits for the process to exit and records it.
-func (p *process) reap() {
-	p.err = p.cmd.Wait()
+// reaped records that the process exited, with the error of its Wait.
+func (p *process) reaped(err error) {
+	p.err = err
 	close(p.done)
 }
 

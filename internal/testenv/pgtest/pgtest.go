@@ -11,9 +11,9 @@
 // and say how to install it, except where the environment variable CI is
 // set: there they fail it.
 //
-// pgtest uses only the standard library, so that any module's tests can use
-// it with the database/sql driver of their choice (DSN suits pgx and
-// lib/pq).
+// pgtest uses only the standard library (and dlock's internal/childproc,
+// which does too), so that any module's tests can use it with the
+// database/sql driver of their choice (DSN suits pgx and lib/pq).
 package pgtest
 
 import (
@@ -23,13 +23,14 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/childproc"
 )
 
 // ErrNotInstalled is matched by the error of Start when no PostgreSQL
@@ -120,23 +121,10 @@ func (s *Server) Start() error {
 		"-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
 		"-c", "synchronous_commit=off", "-c", "max_connections=100")
 	cmd.Stdout, cmd.Stderr = log, log
-	started := make(chan error, 1)
 	exit := make(chan struct{})
-	go func() {
-		// The parent-death signal (see sysProcAttr) follows the thread that
-		// started the server: keep that thread to this goroutine until the
-		// server exits, so that no thread a test ends kills it.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-		close(exit)
-	}()
-	if err := <-started; err != nil {
+	// From a thread kept until the server exits: the parent-death signal
+	// (see sysProcAttr) follows the thread that started it.
+	if err := childproc.Start(cmd, func(error) { close(exit) }); err != nil {
 		return fmt.Errorf("pgtest: start postgres: %w", err)
 	}
 	s.cmd, s.exit = cmd, exit
